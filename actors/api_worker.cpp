@@ -1,0 +1,135 @@
+#include "actors/api_worker.hpp"
+
+#include "messages/api_error.hpp"
+#include "messages/ids.hpp"
+#include "persistence/db_error.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ef {
+
+namespace {
+
+constexpr size_t max_items = 1000;
+constexpr size_t max_text = 200;
+constexpr std::int64_t max_qty = 1000000;
+constexpr std::int64_t max_price_cents = 100000000000; // 1e9 currency units
+
+/// Maps a database failure to the API's error, logging the cause once.
+caf::error to_api_error(const persistence::db_error& e, const char* what) {
+  using persistence::db_errc;
+  spdlog::warn("api: {} failed ({}): {}", what, to_string(e.code()), e.what());
+  switch (e.code()) {
+    case db_errc::in_doubt:
+      return make_api_error(api_errc::unavailable,
+                            "database connection lost during commit; the "
+                            "outcome is unknown, retry with the same "
+                            "Idempotency-Key");
+    case db_errc::unavailable:
+    case db_errc::transient:
+      return make_api_error(api_errc::unavailable,
+                            "database unavailable, nothing was written");
+    case db_errc::permanent:
+      break;
+  }
+  return make_api_error(api_errc::internal, "database rejected the write");
+}
+
+} // namespace
+
+std::optional<caf::error> validate(const create_order& cmd) {
+  auto invalid = [](std::string msg, std::string field) {
+    return make_api_error(api_errc::invalid, std::move(msg), std::move(field));
+  };
+  if (cmd.customer_id.empty() || cmd.customer_id.size() > max_text)
+    return invalid("must be a non-empty string of at most 200 characters",
+                   "customer_id");
+  if (cmd.items.empty())
+    return invalid("an order needs at least one item", "items");
+  if (cmd.items.size() > max_items)
+    return invalid("at most 1000 items per order", "items");
+  for (size_t i = 0; i < cmd.items.size(); ++i) {
+    auto& item = cmd.items[i];
+    auto field = "items[" + std::to_string(i) + "].";
+    if (item.sku.empty() || item.sku.size() > max_text)
+      return invalid("must be a non-empty string of at most 200 characters",
+                     field + "sku");
+    if (item.qty <= 0 || item.qty > max_qty)
+      return invalid("must be an integer from 1 to 1000000", field + "qty");
+    if (item.price_cents < 0 || item.price_cents > max_price_cents)
+      return invalid("must be an integer from 0 to 100000000000",
+                     field + "price_cents");
+  }
+  if (cmd.idempotency_key.size() > max_text)
+    return invalid("at most 200 characters", "Idempotency-Key");
+  return std::nullopt;
+}
+
+caf::result<order_accepted>
+api_worker_state::create(const create_order& cmd) {
+  if (auto err = validate(cmd))
+    return std::move(*err);
+  try {
+    auto r = store->create(cmd);
+    if (r.outcome == persistence::create_result::key_conflict)
+      return make_api_error(api_errc::conflict,
+                            "Idempotency-Key was already used with a "
+                            "different request body",
+                            "Idempotency-Key");
+    bool replayed = r.outcome == persistence::create_result::replayed;
+    spdlog::debug("api: order {} {} event {}", r.order_id,
+                  replayed ? "replayed" : "committed", r.event_id);
+    return order_accepted{r.order_id, r.event_id, r.status, replayed};
+  } catch (const persistence::db_error& e) {
+    return to_api_error(e, "create order");
+  }
+}
+
+caf::result<cancel_accepted>
+api_worker_state::cancel(const cancel_order& cmd) {
+  if (!is_uuid(cmd.order_id))
+    return make_api_error(api_errc::not_found, "no such order", "order_id");
+  try {
+    auto r = store->cancel(cmd.order_id, cmd.traceparent);
+    switch (r.outcome) {
+      case persistence::cancel_result::not_found:
+        return make_api_error(api_errc::not_found, "no such order",
+                              "order_id");
+      case persistence::cancel_result::already_cancelled:
+        return make_api_error(api_errc::conflict, "order already cancelled",
+                              "order_id");
+      case persistence::cancel_result::cancelled:
+        break;
+    }
+    return cancel_accepted{cmd.order_id, r.event_id};
+  } catch (const persistence::db_error& e) {
+    return to_api_error(e, "cancel order");
+  }
+}
+
+caf::result<order_view> api_worker_state::view(const get_order& cmd) {
+  if (!is_uuid(cmd.order_id))
+    return make_api_error(api_errc::not_found, "no such order", "order_id");
+  try {
+    auto json = store->view_json(cmd.order_id);
+    if (!json)
+      return make_api_error(api_errc::not_found, "no such order", "order_id");
+    return order_view{std::move(*json)};
+  } catch (const persistence::db_error& e) {
+    return to_api_error(e, "read order");
+  }
+}
+
+caf::behavior api_worker(caf::stateful_actor<api_worker_state>* self,
+                         std::string dsn, int shards) {
+  // The store connects lazily, so a worker starts even while the database is
+  // down and answers 503 until it is back.
+  self->state.store.emplace(std::move(dsn), shards);
+  return {
+    [=](create_order& cmd) { return self->state.create(cmd); },
+    [=](cancel_order& cmd) { return self->state.cancel(cmd); },
+    [=](get_order& cmd) { return self->state.view(cmd); },
+  };
+}
+
+} // namespace ef

@@ -1,0 +1,31 @@
+#pragma once
+
+#include "config/settings.hpp"
+#include "messages/order_messages.hpp"
+#include "persistence/order_store.hpp"
+
+#include <caf/all.hpp>
+
+#include <optional>
+#include <string>
+
+namespace ef {
+
+/// Checks an order command's values (the HTTP layer checks JSON types; this
+/// holds for any sender). Returns the api error to reply with, if any.
+std::optional<caf::error> validate(const create_order& cmd);
+
+/// One API worker: executes order commands against its own connection, one
+/// transaction per command. Blocking (libpq), hence spawned detached.
+struct api_worker_state {
+  std::optional<persistence::order_store> store;
+  caf::result<order_accepted> create(const create_order& cmd);
+  caf::result<cancel_accepted> cancel(const cancel_order& cmd);
+  caf::result<order_view> view(const get_order& cmd);
+  static inline const char* name = "api";
+};
+
+caf::behavior api_worker(caf::stateful_actor<api_worker_state>* self,
+                         std::string dsn, int shards);
+
+} // namespace ef

@@ -1,0 +1,176 @@
+#include "actors/group_member.hpp"
+
+#include "messages/atoms.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ef {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Longest a poll blocks, so record_done messages are handled promptly.
+constexpr int poll_timeout_ms = 20;
+/// Offsets of a busy partition are committed at most this often.
+constexpr auto commit_interval = 100ms;
+
+} // namespace
+
+group_member_state::~group_member_state() {
+  // Leaving the group triggers a revoke callback; there is nothing left to
+  // stop by now (linked workers die with us), so callbacks must not act.
+  closing = true;
+  if (consumer)
+    consumer->close();
+}
+
+void group_member_state::on_assigned(const std::vector<std::int32_t>& parts) {
+  if (closing)
+    return;
+  for (auto p : parts) {
+    spdlog::info("{}: assigned partition {}", consumer_name, p);
+    start_worker(p);
+  }
+}
+
+void group_member_state::start_worker(std::int32_t p) {
+  partition_worker_args args{dsn, consumer_name, p,
+                             cfg.consumer.retry_backoff_ms,
+                             cfg.consumer.retry_backoff_max_ms};
+  auto& slot = owned[p];
+  slot = owned_partition{};
+  slot.worker = self->spawn<caf::detached + caf::linked>(
+    partition_worker, std::move(args), caf::actor{self});
+}
+
+void group_member_state::on_revoked(const std::vector<std::int32_t>& parts) {
+  if (closing)
+    return;
+  // Commit what is already applied, then stop the workers. A worker may
+  // still finish its current transaction: its record is then redelivered to
+  // the new owner and suppressed by the idempotency guard.
+  commit_done(&parts);
+  for (auto p : parts) {
+    auto i = owned.find(p);
+    if (i == owned.end())
+      continue;
+    spdlog::info("{}: revoked partition {}", consumer_name, p);
+    self->unlink_from(i->second.worker);
+    self->send_exit(i->second.worker, caf::exit_reason::user_shutdown);
+    owned.erase(i);
+  }
+}
+
+void group_member_state::poll_once() {
+  auto rec = consumer->poll(poll_timeout_ms);
+  if (rec) {
+    auto i = owned.find(rec->partition);
+    if (i != owned.end()) {
+      auto& slot = i->second;
+      ++slot.in_flight;
+      if (!slot.paused && slot.in_flight >= cfg.consumer.max_in_flight) {
+        consumer->pause(rec->partition);
+        slot.paused = true;
+      }
+      self->send(slot.worker, std::move(*rec));
+    }
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (!rec || now - last_commit >= commit_interval)
+    commit_done();
+}
+
+void group_member_state::on_done(const record_done& d) {
+  auto i = owned.find(d.partition);
+  // Ignore reports of a worker we already replaced or stopped.
+  if (i == owned.end() || self->current_sender() != i->second.worker)
+    return;
+  auto& slot = i->second;
+  --slot.in_flight;
+  slot.done_up_to = std::max(slot.done_up_to, d.offset + 1);
+  if (slot.paused && slot.in_flight <= cfg.consumer.max_in_flight / 2) {
+    consumer->resume(d.partition);
+    slot.paused = false;
+  }
+}
+
+void group_member_state::commit_done(const std::vector<std::int32_t>* only) {
+  std::vector<std::pair<std::int32_t, std::int64_t>> offsets;
+  for (auto& [p, slot] : owned) {
+    if (only && std::find(only->begin(), only->end(), p) == only->end())
+      continue;
+    if (slot.done_up_to > slot.committed)
+      offsets.emplace_back(p, slot.done_up_to);
+  }
+  last_commit = std::chrono::steady_clock::now();
+  if (offsets.empty())
+    return;
+  auto err = consumer->commit(offsets);
+  if (!err.empty()) {
+    // Not fatal: the records are applied, so a later commit (or the next
+    // owner's redelivery, suppressed as duplicates) settles it.
+    spdlog::warn("{}: offset commit failed: {}", consumer_name, err);
+    return;
+  }
+  for (auto& [p, off] : offsets)
+    owned[p].committed = off;
+}
+
+bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
+  for (auto& [p, slot] : owned) {
+    if (slot.worker.address() != em.source)
+      continue;
+    auto reason = to_string(em.reason);
+    spdlog::warn("{}: partition {} actor crashed ({}); restarting from the "
+                 "committed offset",
+                 consumer_name, p, reason);
+    if (!restarts->allow())
+      throw std::runtime_error(consumer_name
+                               + ": partition actors exceed the restart "
+                                 "intensity; escalating");
+    // Records handed to the dead actor are gone with its mailbox; rewind to
+    // the committed offset and let the broker redeliver them.
+    auto committed = consumer->committed(p);
+    start_worker(p);
+    owned[p].committed = committed;
+    consumer->seek(p, committed);
+    consumer->resume(p);
+    return true;
+  }
+  return false;
+}
+
+caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
+                           config::settings cfg, std::string dsn,
+                           std::string brokers, std::string consumer_name) {
+  auto& st = self->state;
+  st.self = self;
+  st.cfg = cfg;
+  st.dsn = std::move(dsn);
+  st.consumer_name = consumer_name;
+  st.restarts.emplace(cfg.supervisor.max_restarts,
+                      std::chrono::seconds(cfg.supervisor.restart_window_s));
+  kafka::group_consumer::callbacks cbs;
+  auto* state = &st;
+  cbs.assigned = [state](const auto& ps) { state->on_assigned(ps); };
+  cbs.revoked = [state](const auto& ps) { state->on_revoked(ps); };
+  st.consumer = std::make_unique<kafka::group_consumer>(
+    brokers, "eventforge." + consumer_name, cfg.kafka.topic,
+    cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms,
+    std::move(cbs));
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    if (!self->state.on_worker_exit(em))
+      self->quit(em.reason); // from our supervisor: shut down
+  });
+  self->send(self, poll_atom::value);
+  return {
+    [=](poll_atom) {
+      self->state.poll_once();
+      self->send(self, poll_atom::value);
+    },
+    [=](record_done& d) { self->state.on_done(d); },
+  };
+}
+
+} // namespace ef

@@ -1,0 +1,114 @@
+#include "actors/relay_shard.hpp"
+
+#include "messages/atoms.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ef {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+/// How long one step may block in LISTEN before it returns to the mailbox,
+/// so exit messages are handled promptly.
+constexpr auto listen_slice = 200ms;
+/// Pause after a failed publish before the rows are tried again.
+constexpr auto publish_backoff = 500ms;
+/// How often a non-owner checks whether the shard became free.
+constexpr auto ownership_retry = 1000ms;
+
+} // namespace
+
+std::chrono::milliseconds relay_shard_state::round() {
+  if (!owner) {
+    owner = store->try_acquire_shard();
+    if (!owner)
+      return ownership_retry;
+    spdlog::info("relay {}: acquired shard", shard);
+  }
+  auto now = std::chrono::steady_clock::now();
+  if (!notified && now < next_query) {
+    auto wait = std::min<std::chrono::milliseconds>(
+      listen_slice,
+      std::chrono::duration_cast<std::chrono::milliseconds>(next_query - now));
+    notified = store->await_notify(static_cast<int>(wait.count()));
+    return 0ms;
+  }
+  notified = false;
+  next_query = now + poll_interval;
+  auto rows = store->unsent(batch_size);
+  if (rows.empty())
+    return 0ms;
+  // A full batch means more may be waiting: query again right away.
+  if (static_cast<int>(rows.size()) == batch_size)
+    notified = true;
+  if (!publish(rows)) {
+    notified = true;
+    return publish_backoff;
+  }
+  return 0ms;
+}
+
+bool relay_shard_state::publish(
+  const std::vector<persistence::outbox_row>& rows) {
+  std::vector<order_event> events;
+  events.reserve(rows.size());
+  for (auto& r : rows)
+    events.push_back(r.event);
+  auto reports = producer->publish(events);
+  std::vector<std::int64_t> acked, failed;
+  std::string first_error;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (reports[i].persisted) {
+      // A failed record followed by a delivered one is a gap: per-order
+      // order may be broken on the topic. Never mark past it; fail the
+      // relay so it restarts and republishes from the first unsent row.
+      if (!failed.empty())
+        throw std::runtime_error(
+          "relay " + std::to_string(shard) + ": delivery gap after seq "
+          + std::to_string(failed.front()) + " (" + first_error + ")");
+      acked.push_back(rows[i].seq);
+      spdlog::debug("relay {}: acked seq {} event {} order {}", shard,
+                    rows[i].seq, rows[i].event.event_id,
+                    rows[i].event.order_id);
+    } else {
+      if (failed.empty())
+        first_error = reports[i].error;
+      failed.push_back(rows[i].seq);
+    }
+  }
+  store->mark_sent(acked);
+  if (failed.empty())
+    return true;
+  spdlog::warn("relay {}: {} of {} records not delivered: {}", shard,
+               failed.size(), rows.size(), first_error);
+  store->record_failure(failed, first_error);
+  return false;
+}
+
+caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
+                          config::settings cfg, std::string dsn,
+                          std::string brokers, int shard) {
+  auto& st = self->state;
+  st.shard = shard;
+  st.batch_size = cfg.relay.batch_size;
+  st.poll_interval = std::chrono::milliseconds(cfg.relay.poll_interval_ms);
+  // Everything is rebuilt from durable state: the unsent rows of the shard.
+  st.store = std::make_unique<persistence::outbox_store>(dsn, shard);
+  st.producer = std::make_unique<kafka::outbox_producer>(
+    brokers, cfg.kafka.topic, cfg.kafka.delivery_timeout_ms,
+    "eventforge-relay-" + std::to_string(shard));
+  self->send(self, poll_atom::value);
+  return {
+    [=](poll_atom) {
+      auto delay = self->state.round();
+      if (delay.count() == 0)
+        self->send(self, poll_atom::value);
+      else
+        self->delayed_send(self, delay, poll_atom::value);
+    },
+  };
+}
+
+} // namespace ef

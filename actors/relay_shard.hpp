@@ -1,0 +1,46 @@
+#pragma once
+
+#include "config/settings.hpp"
+#include "kafka/outbox_producer.hpp"
+#include "persistence/outbox_store.hpp"
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <memory>
+
+namespace ef {
+
+/// Relay for one outbox shard. Owns the shard cluster-wide through an
+/// advisory lock, then loops: read the oldest unsent rows of the shard,
+/// publish them (key = order ID) with an idempotent producer, wait for the
+/// delivery reports, mark exactly the acknowledged rows sent. Woken by
+/// NOTIFY; polls slowly as a fallback. Blocking, hence detached.
+///
+/// A crash anywhere leaves unacknowledged or unmarked rows unsent; the
+/// restarted relay (or another process's) republishes them. A row acked but
+/// not yet marked is therefore published twice: the accepted price.
+struct relay_shard_state {
+  std::unique_ptr<persistence::outbox_store> store;
+  std::unique_ptr<kafka::outbox_producer> producer;
+  int shard = 0;
+  int batch_size = 0;
+  std::chrono::milliseconds poll_interval{1000};
+  bool owner = false;
+  bool notified = true; // query once right after start
+  std::chrono::steady_clock::time_point next_query{};
+
+  /// One step of the loop; returns the delay before the next step.
+  std::chrono::milliseconds round();
+  /// Publishes one batch and marks what was acknowledged; returns false if
+  /// some rows failed (the caller backs off).
+  bool publish(const std::vector<persistence::outbox_row>& rows);
+
+  static inline const char* name = "relay";
+};
+
+caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
+                          config::settings cfg, std::string dsn,
+                          std::string brokers, int shard);
+
+} // namespace ef

@@ -1,0 +1,96 @@
+#include "actors/supervisor.hpp"
+
+#include "messages/api_error.hpp"
+#include "messages/atoms.hpp"
+#include "messages/order_messages.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ef {
+
+void supervisor_state::start(size_t index) {
+  auto& c = children[index];
+  c.started = std::chrono::steady_clock::now();
+  c.current = c.spec.spawn(self);
+}
+
+bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
+  for (size_t i = 0; i < children.size(); ++i) {
+    auto& c = children[i];
+    if (!c.current || c.current.address() != em.source)
+      continue;
+    c.current = caf::actor{};
+    if (em.reason == caf::exit_reason::normal) {
+      spdlog::info("supervisor: {} finished", c.spec.name);
+      return true;
+    }
+    ++restart_counts[c.spec.kind];
+    spdlog::warn("supervisor: {} crashed ({}); restarting",
+                 c.spec.name, to_string(em.reason));
+    if (!restarts->allow())
+      throw std::runtime_error("restart intensity exceeded after "
+                               + c.spec.name + " crashed: "
+                               + to_string(em.reason));
+    // Exponential backoff per child, so a dependency outage (database down)
+    // does not spin a core or burn the restart intensity at once.
+    if (std::chrono::steady_clock::now() - c.started > std::chrono::seconds(10))
+      c.consecutive_crashes = 0;
+    auto delay = std::min<std::chrono::milliseconds>(
+      backoff * (1 << std::min(c.consecutive_crashes++, 7)),
+      std::chrono::seconds(5));
+    self->delayed_send(self, delay, restart_atom::value,
+                       static_cast<std::uint64_t>(i));
+    return true;
+  }
+  return false;
+}
+
+caf::actor supervisor_state::next_api_worker() {
+  for (size_t n = 0; n < children.size(); ++n) {
+    auto& c = children[next_api++ % children.size()];
+    if (c.spec.kind == "api" && c.current)
+      return c.current;
+  }
+  return {};
+}
+
+caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
+                         std::vector<child_spec> children,
+                         config::settings cfg) {
+  auto& st = self->state;
+  st.self = self;
+  st.restarts.emplace(cfg.supervisor.max_restarts,
+                      std::chrono::seconds(cfg.supervisor.restart_window_s));
+  st.backoff = std::chrono::milliseconds(cfg.supervisor.restart_backoff_ms);
+  for (auto& spec : children)
+    st.children.push_back({std::move(spec), {}});
+  for (size_t i = 0; i < st.children.size(); ++i)
+    st.start(i);
+  self->set_exit_handler([self](caf::exit_msg& em) {
+    if (!self->state.on_child_exit(em))
+      self->quit(em.reason); // from whoever owns the tree: shut down
+  });
+  // Forwards an order command to an API worker; the worker replies to the
+  // original sender directly.
+  auto route = [self](auto& cmd) -> caf::result<caf::message> {
+    auto worker = self->state.next_api_worker();
+    if (!worker)
+      return make_api_error(api_errc::unavailable, "no API worker is up");
+    return self->delegate(worker, std::move(cmd));
+  };
+  return {
+    [=](create_order& cmd) { return route(cmd); },
+    [=](cancel_order& cmd) { return route(cmd); },
+    [=](get_order& cmd) { return route(cmd); },
+    [=](restart_atom, std::uint64_t index) {
+      auto& c = self->state.children[index];
+      if (!c.current) {
+        spdlog::info("supervisor: starting {} again", c.spec.name);
+        self->state.start(index);
+      }
+    },
+    [=](stats_atom) { return self->state.restart_counts; },
+  };
+}
+
+} // namespace ef

@@ -1,0 +1,41 @@
+#include "app/runtime.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ef::app {
+
+std::vector<kafka::embedded_broker::topic_spec>
+broker_topics(const config::settings& cfg) {
+  return {{cfg.kafka.topic, cfg.kafka.partitions}};
+}
+
+runtime::runtime(const config::settings& cfg) {
+  if (cfg.database.url.empty()) {
+    persistence::embedded_postgres::options opts;
+    opts.data_dir = cfg.database.data_dir;
+    opts.bin_dir = cfg.database.pg_bin_dir;
+    opts.port = cfg.database.port;
+    pg_ = std::make_unique<persistence::embedded_postgres>(opts);
+    endpoints_.database_dsn = pg_->dsn();
+    spdlog::info("started private PostgreSQL in {} at {}", pg_->data_dir(),
+                 pg_->dsn());
+  } else {
+    endpoints_.database_dsn = cfg.database.url;
+  }
+  if (cfg.kafka.brokers.empty()) {
+    broker_ = std::make_unique<kafka::embedded_broker>(
+      cfg.kafka.embedded_brokers, broker_topics(cfg));
+    endpoints_.kafka_brokers = broker_->bootstrap_servers();
+    spdlog::info("started in-process Kafka broker at {}",
+                 endpoints_.kafka_brokers);
+  } else {
+    endpoints_.kafka_brokers = cfg.kafka.brokers;
+  }
+}
+
+runtime::~runtime() {
+  broker_.reset();
+  pg_.reset();
+}
+
+} // namespace ef::app

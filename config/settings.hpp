@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ef::config {
+
+/// Typed, validated configuration of one EventForge process. Every field is
+/// declared once, with its key, default and description, in options.cpp.
+struct settings {
+  struct http_section {
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    std::int64_t max_body_bytes = 64 * 1024;
+    int threads = 8;
+    int request_timeout_ms = 5000;
+  } http;
+
+  struct database_section {
+    std::string url;
+    std::string data_dir = "var/pg";
+    std::string pg_bin_dir = "/usr/lib/postgresql/15/bin";
+    int port = 0;
+    int connect_timeout_s = 2;
+  } database;
+
+  struct kafka_section {
+    std::string brokers;
+    std::string topic = "orders";
+    int partitions = 6;
+    int embedded_brokers = 3;
+    int session_timeout_ms = 10000;
+    int delivery_timeout_ms = 30000;
+    int fetch_wait_max_ms = 50;
+  } kafka;
+
+  struct api_section {
+    int workers = 4;
+  } api;
+
+  struct relay_section {
+    int shards = 4;
+    int batch_size = 500;
+    int poll_interval_ms = 1000;
+  } relay;
+
+  struct consumer_section {
+    std::vector<std::string> enabled = {"fulfillment", "billing"};
+    int max_in_flight = 256;
+    int retry_backoff_ms = 100;
+    int retry_backoff_max_ms = 5000;
+  } consumer;
+
+  struct supervisor_section {
+    int max_restarts = 100;
+    int restart_window_s = 10;
+    int restart_backoff_ms = 50;
+  } supervisor;
+
+  struct log_section {
+    std::string level = "info";
+  } log;
+};
+
+} // namespace ef::config

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+struct rd_kafka_mock_cluster_s;
+
+namespace ef::kafka {
+
+/// An in-process cluster that speaks the real Kafka protocol (librdkafka's
+/// mock cluster). Brokers bind random loopback ports; clients in this or any
+/// other process reach it through bootstrap_servers(). Its log lives in
+/// memory and dies with this object.
+class embedded_broker {
+public:
+  struct topic_spec {
+    std::string name;
+    int partitions;
+  };
+
+  embedded_broker(int brokers, const std::vector<topic_spec>& topics);
+  ~embedded_broker();
+
+  embedded_broker(const embedded_broker&) = delete;
+  embedded_broker& operator=(const embedded_broker&) = delete;
+
+  /// "127.0.0.1:p1,127.0.0.1:p2,..."
+  std::string bootstrap_servers() const;
+
+  /// Takes all brokers down (true) or brings them back (false): the clients'
+  /// connections fail as in a real outage.
+  void set_down(bool down);
+
+  /// The underlying mock cluster, for fault injection in tests
+  /// (rd_kafka_mock_push_request_errors and friends).
+  rd_kafka_mock_cluster_s* mock_cluster() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace ef::kafka

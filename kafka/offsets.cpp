@@ -1,0 +1,110 @@
+#include "kafka/offsets.hpp"
+
+#include "kafka/client_config.hpp"
+
+namespace ef::kafka {
+
+namespace {
+
+std::unique_ptr<RdKafka::KafkaConsumer>
+make_reader(const std::string& brokers, const std::string& group) {
+  auto conf = make_conf({{"bootstrap.servers", brokers},
+                         {"group.id", group},
+                         {"enable.auto.commit", "false"},
+                         {"log.connection.close", "false"},
+                         {"enable.partition.eof", "false"}});
+  std::string err;
+  std::unique_ptr<RdKafka::KafkaConsumer> c(
+    RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!c)
+    throw std::runtime_error("cannot create kafka reader: " + err);
+  return c;
+}
+
+} // namespace
+
+std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
+                                          const std::string& topic,
+                                          int partitions) {
+  auto c = make_reader(brokers, "eventforge.inspect");
+  std::vector<std::int64_t> out;
+  for (int p = 0; p < partitions; ++p) {
+    int64_t low = 0, high = 0;
+    auto rc = c->query_watermark_offsets(topic, p, &low, &high, 10000);
+    if (rc != RdKafka::ERR_NO_ERROR)
+      throw std::runtime_error("cannot read log end of " + topic + "/"
+                               + std::to_string(p) + ": "
+                               + RdKafka::err2str(rc));
+    out.push_back(high);
+  }
+  c->close();
+  return out;
+}
+
+std::vector<std::int64_t> committed_offsets(const std::string& brokers,
+                                            const std::string& group,
+                                            const std::string& topic,
+                                            int partitions) {
+  auto c = make_reader(brokers, group);
+  std::vector<RdKafka::TopicPartition*> parts;
+  for (int p = 0; p < partitions; ++p)
+    parts.push_back(RdKafka::TopicPartition::create(topic, p));
+  auto rc = c->committed(parts, 10000);
+  std::vector<std::int64_t> out;
+  for (auto* tp : parts)
+    out.push_back(tp->offset() < 0 ? -1 : tp->offset());
+  RdKafka::TopicPartition::destroy(parts);
+  c->close();
+  if (rc != RdKafka::ERR_NO_ERROR)
+    throw std::runtime_error("cannot read committed offsets of " + group
+                             + ": " + RdKafka::err2str(rc));
+  return out;
+}
+
+std::vector<stored_record> read_all(const std::string& brokers,
+                                    const std::string& topic,
+                                    int partitions) {
+  auto ends = log_end_offsets(brokers, topic, partitions);
+  auto c = make_reader(brokers, "eventforge.inspect");
+  std::vector<RdKafka::TopicPartition*> parts;
+  for (int p = 0; p < partitions; ++p)
+    parts.push_back(RdKafka::TopicPartition::create(
+      topic, p, RdKafka::Topic::OFFSET_BEGINNING));
+  c->assign(parts);
+  RdKafka::TopicPartition::destroy(parts);
+  std::vector<stored_record> out;
+  std::vector<std::int64_t> next(partitions, 0);
+  auto behind = [&] {
+    for (int p = 0; p < partitions; ++p)
+      if (next[p] < ends[p])
+        return true;
+    return false;
+  };
+  int idle = 0;
+  while (behind() && idle < 100) { // bounded: 100 empty polls of 100 ms
+    std::unique_ptr<RdKafka::Message> m(c->consume(100));
+    if (!m || m->err() != RdKafka::ERR_NO_ERROR) {
+      ++idle;
+      continue;
+    }
+    idle = 0;
+    stored_record r{m->partition(), m->offset(), m->key() ? *m->key() : "",
+                    std::string(static_cast<const char*>(m->payload()),
+                                m->len()),
+                    ""};
+    if (auto* h = m->headers()) {
+      auto v = h->get_last("event_id");
+      if (v.err() == RdKafka::ERR_NO_ERROR && v.value() != nullptr)
+        r.event_id.assign(static_cast<const char*>(v.value()),
+                          v.value_size());
+    }
+    next[r.partition] = r.offset + 1;
+    out.push_back(std::move(r));
+  }
+  c->close();
+  if (behind())
+    throw std::runtime_error("could not read " + topic + " to its log end");
+  return out;
+}
+
+} // namespace ef::kafka

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ef::kafka {
+
+/// Read-only views of the broker's state, used by tests, the verifier and
+/// operators. Index i of each vector is partition i.
+
+/// Log end offset (high watermark) of every partition of `topic`.
+std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
+                                          const std::string& topic,
+                                          int partitions);
+
+/// Committed next offset of `group` for every partition (-1: none).
+std::vector<std::int64_t> committed_offsets(const std::string& brokers,
+                                            const std::string& group,
+                                            const std::string& topic,
+                                            int partitions);
+
+/// Every record of `topic`, read from the beginning up to the current log
+/// end: (partition, offset, key, value, event_id header).
+struct stored_record {
+  std::int32_t partition;
+  std::int64_t offset;
+  std::string key;
+  std::string value;
+  std::string event_id;
+};
+std::vector<stored_record> read_all(const std::string& brokers,
+                                    const std::string& topic, int partitions);
+
+} // namespace ef::kafka

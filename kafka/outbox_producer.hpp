@@ -1,0 +1,41 @@
+#pragma once
+
+#include "messages/events.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ef::kafka {
+
+/// What the broker said about one produced record.
+struct delivery {
+  bool persisted = false; ///< acknowledged by all in-sync replicas
+  std::string error;      ///< why not, when !persisted
+};
+
+/// An idempotent producer (enable.idempotence, acks=all) for order events.
+/// publish() sends a batch in order, keyed by order ID, and waits for every
+/// delivery report: the relay marks rows only from these reports.
+class outbox_producer {
+public:
+  outbox_producer(const std::string& brokers, const std::string& topic,
+                  int delivery_timeout_ms, const std::string& client_id);
+  ~outbox_producer();
+
+  /// One delivery per event, same order as `events`. Never returns before
+  /// each record is either acknowledged or failed.
+  std::vector<delivery> publish(const std::vector<order_event>& events);
+
+  /// Raw produce of an already encoded value, e.g. to put a test record or
+  /// a replay onto the topic. Returns the delivery.
+  delivery publish_raw(const std::string& key, const std::string& value,
+                       const std::vector<std::pair<std::string, std::string>>&
+                         headers);
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace ef::kafka

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/make_message.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace ef {
+
+/// Why an order command failed. Carried as caf::error in category "ef_api";
+/// the context holds (field, message).
+enum class api_errc : std::uint8_t {
+  /// The command is malformed or violates a rule; nothing was written.
+  invalid = 1,
+  /// No order with that ID.
+  not_found,
+  /// The command conflicts with stored state (reused idempotency key with
+  /// another body, order already cancelled).
+  conflict,
+  /// The database could not be reached or the outcome is unknown; retry with
+  /// the same idempotency key.
+  unavailable,
+  /// The database rejected the write for a reason retrying cannot fix.
+  internal,
+};
+
+inline caf::atom_value api_error_category() { return caf::atom("ef_api"); }
+
+inline caf::error make_api_error(api_errc code, std::string message,
+                                 std::string field = {}) {
+  return caf::error{static_cast<std::uint8_t>(code), api_error_category(),
+                    caf::make_message(std::move(field), std::move(message))};
+}
+
+} // namespace ef

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <caf/atom.hpp>
+
+namespace ef {
+
+/// Self-sent by polling actors (relay, group member) to run one round.
+using poll_atom = caf::atom_constant<caf::atom("poll")>;
+/// Self-sent by a supervisor to start a crashed child again after backoff.
+using restart_atom = caf::atom_constant<caf::atom("restart")>;
+/// Asks a supervisor for its restart counters.
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+/// Asks a partition actor to retry the record it is holding.
+using retry_atom = caf::atom_constant<caf::atom("retry")>;
+
+} // namespace ef

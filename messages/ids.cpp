@@ -1,0 +1,54 @@
+#include "messages/ids.hpp"
+
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <random>
+
+namespace ef {
+
+std::string new_uuid_v7() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  auto ms = static_cast<std::uint64_t>(
+    std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch())
+      .count());
+  std::uint64_t hi = (ms << 16) | 0x7000 | (rng() & 0x0fff);
+  std::uint64_t lo = (rng() & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (int i = 0; i < 32; ++i) {
+    if (i == 8 || i == 12 || i == 16 || i == 20)
+      out += '-';
+    std::uint64_t word = i < 16 ? hi : lo;
+    int shift = 60 - 4 * (i % 16);
+    out += hex[(word >> shift) & 0xf];
+  }
+  return out;
+}
+
+bool is_uuid(const std::string& s) {
+  if (s.size() != 36)
+    return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (s[i] != '-')
+        return false;
+    } else if (!std::isxdigit(static_cast<unsigned char>(s[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int shard_of(const std::string& order_id, int shards) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : order_id) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return static_cast<int>(h % static_cast<std::uint32_t>(shards));
+}
+
+} // namespace ef

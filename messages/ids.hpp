@@ -1,0 +1,18 @@
+#pragma once
+
+#include <string>
+
+namespace ef {
+
+/// A new RFC 9562 version-7 UUID: 48 bits of Unix milliseconds, then random
+/// bits, so IDs sort by creation time (good B-tree locality for orders/outbox).
+std::string new_uuid_v7();
+
+/// True if `s` is a canonical lowercase or uppercase 8-4-4-4-12 UUID.
+bool is_uuid(const std::string& s);
+
+/// The relay shard of an order: FNV-1a of the order ID modulo `shards`.
+/// Stable across processes and versions; stored in the outbox row.
+int shard_of(const std::string& order_id, int shards);
+
+} // namespace ef

@@ -1,0 +1,101 @@
+#pragma once
+
+// The API conversation: order commands sent to the EventForge root actor (by
+// the HTTP front end or by any actor of an embedding application) and their
+// replies. Failures come back as caf::error in the "ef_api" category.
+
+#include <caf/all.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ef {
+
+// -- commands -----------------------------------------------------------------
+
+struct order_item {
+  std::string sku;
+  std::int64_t qty = 0;
+  std::int64_t price_cents = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, order_item& x) {
+  return f(caf::meta::type_name("order_item"), x.sku, x.qty, x.price_cents);
+}
+
+/// Places an order. `idempotency_key` may be empty; `request_fingerprint`
+/// identifies the request body so a reused key with another body is a 409.
+struct create_order {
+  std::string customer_id;
+  std::vector<order_item> items;
+  std::string idempotency_key;
+  std::string request_fingerprint;
+  std::string traceparent;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, create_order& x) {
+  return f(caf::meta::type_name("create_order"), x.customer_id, x.items,
+           x.idempotency_key, x.request_fingerprint, x.traceparent);
+}
+
+struct cancel_order {
+  std::string order_id;
+  std::string traceparent;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cancel_order& x) {
+  return f(caf::meta::type_name("cancel_order"), x.order_id, x.traceparent);
+}
+
+struct get_order {
+  std::string order_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, get_order& x) {
+  return f(caf::meta::type_name("get_order"), x.order_id);
+}
+
+// -- replies ------------------------------------------------------------------
+
+/// Reply to create_order. `replayed` is true when an earlier request with the
+/// same idempotency key created the order and nothing new was written.
+struct order_accepted {
+  std::string order_id;
+  std::string event_id;
+  std::string status;
+  bool replayed = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, order_accepted& x) {
+  return f(caf::meta::type_name("order_accepted"), x.order_id, x.event_id,
+           x.status, x.replayed);
+}
+
+struct cancel_accepted {
+  std::string order_id;
+  std::string event_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cancel_accepted& x) {
+  return f(caf::meta::type_name("cancel_accepted"), x.order_id, x.event_id);
+}
+
+/// Reply to get_order: the order, its events and per-consumer effects as a
+/// JSON document (the same document GET /orders/{id} returns).
+struct order_view {
+  std::string json;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, order_view& x) {
+  return f(caf::meta::type_name("order_view"), x.json);
+}
+
+} // namespace ef

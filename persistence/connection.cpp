@@ -1,0 +1,99 @@
+#include "persistence/connection.hpp"
+
+namespace ef::persistence {
+
+const char* to_string(db_errc code) {
+  switch (code) {
+    case db_errc::unavailable:
+      return "unavailable";
+    case db_errc::in_doubt:
+      return "in_doubt";
+    case db_errc::transient:
+      return "transient";
+    case db_errc::permanent:
+      return "permanent";
+  }
+  return "unknown";
+}
+
+std::string with_connect_timeout(const std::string& dsn, int seconds) {
+  if (dsn.find("connect_timeout") != std::string::npos)
+    return dsn;
+  auto param = "connect_timeout=" + std::to_string(seconds);
+  bool uri = dsn.rfind("postgres://", 0) == 0
+             || dsn.rfind("postgresql://", 0) == 0;
+  if (!uri)
+    return dsn.empty() ? param : dsn + " " + param;
+  return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + param;
+}
+
+std::unique_ptr<pqxx::connection> open_connection(const std::string& dsn) {
+  try {
+    auto c = std::make_unique<pqxx::connection>(dsn);
+    // Deprecated in 6.4 because 7.0 drops reactivation altogether, which is
+    // the behaviour we want now.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    c->inhibit_reactivation(true);
+#pragma GCC diagnostic pop
+    return c;
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+}
+
+void rethrow_as_db_error() {
+  try {
+    throw;
+  } catch (const db_error&) {
+    throw;
+  } catch (const pqxx::in_doubt_error& e) {
+    throw db_error(db_errc::in_doubt, e.what());
+  } catch (const pqxx::broken_connection& e) {
+    throw db_error(db_errc::unavailable, e.what());
+  } catch (const pqxx::sql_error& e) {
+    std::string state = e.sqlstate();
+    // 40001 serialization_failure, 40P01 deadlock_detected,
+    // 55P03 lock_not_available, 57014 query_canceled (statement_timeout).
+    bool transient = state == "40001" || state == "40P01" || state == "55P03"
+                     || state == "57014";
+    // Class 08 (connection exception) and 57P01..57P03 (admin shutdown,
+    // crash shutdown, cannot connect now) mean the session is gone.
+    bool gone = state.rfind("08", 0) == 0 || state == "57P01"
+                || state == "57P02" || state == "57P03";
+    throw db_error(gone        ? db_errc::unavailable
+                   : transient ? db_errc::transient
+                               : db_errc::permanent,
+                   e.what(), state);
+  } catch (const pqxx::usage_error& e) {
+    throw db_error(db_errc::permanent, e.what());
+  } catch (const std::exception& e) {
+    // pqxx::failure covers libpq-level errors that are not SQL errors, e.g.
+    // a socket error seen while reading a result.
+    throw db_error(db_errc::unavailable, e.what());
+  }
+}
+
+session::session(std::string dsn, preparer prepare)
+  : dsn_(std::move(dsn)), prepare_(prepare) {
+  // nop
+}
+
+session::~session() = default;
+
+pqxx::connection& session::get() {
+  if (conn_ && !conn_->is_open())
+    conn_.reset();
+  if (!conn_) {
+    conn_ = open_connection(dsn_);
+    if (prepare_)
+      prepare_(*conn_);
+  }
+  return *conn_;
+}
+
+void session::reset() {
+  conn_.reset();
+}
+
+} // namespace ef::persistence

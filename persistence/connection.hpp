@@ -1,0 +1,49 @@
+#pragma once
+
+// Internal to persistence/: nothing above this folder includes pqxx.
+
+#include "persistence/db_error.hpp"
+
+#include <pqxx/pqxx>
+
+#include <memory>
+#include <string>
+
+namespace ef::persistence {
+
+/// Adds connect_timeout (seconds) to a libpq connection string unless it sets
+/// one, in keyword/value or URI form, so an outage fails fast instead of
+/// hanging a request.
+std::string with_connect_timeout(const std::string& dsn, int seconds);
+
+/// Opens a connection with automatic reactivation off: a broken session must
+/// surface (a relay's advisory lock dies with it), never be silently replaced.
+std::unique_ptr<pqxx::connection> open_connection(const std::string& dsn);
+
+/// Converts the exception in flight into a classified db_error and throws it.
+/// Call only from inside a catch block.
+[[noreturn]] void rethrow_as_db_error();
+
+/// A lazily (re)opened connection with prepared statements, reopened after it
+/// broke. Stores own one each; it is not thread-safe.
+class session {
+public:
+  using preparer = void (*)(pqxx::connection&);
+  session(std::string dsn, preparer prepare);
+  ~session();
+
+  /// The open connection, reconnecting (and re-preparing) if needed.
+  pqxx::connection& get();
+
+  /// Forgets the connection, e.g. after it broke.
+  void reset();
+
+  const std::string& dsn() const { return dsn_; }
+
+private:
+  std::string dsn_;
+  preparer prepare_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+} // namespace ef::persistence

@@ -1,0 +1,245 @@
+#include "persistence/embedded_postgres.hpp"
+
+#include <libpq-fe.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <grp.h>
+#include <netinet/in.h>
+#include <pwd.h>
+#include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace ef::persistence {
+
+namespace {
+
+/// The account the server runs as when we are root.
+struct run_as {
+  bool drop = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
+
+run_as server_account() {
+  run_as r;
+  if (geteuid() != 0)
+    return r;
+  auto* pw = getpwnam("postgres");
+  if (pw == nullptr)
+    throw std::runtime_error(
+      "running as root, but there is no \"postgres\" user to run the private "
+      "PostgreSQL cluster as (install the postgresql package)");
+  r.drop = true;
+  r.uid = pw->pw_uid;
+  r.gid = pw->pw_gid;
+  return r;
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0
+      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0)
+      ::close(fd);
+    throw std::runtime_error("cannot find a free loopback port: "
+                             + std::string(std::strerror(errno)));
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+/// Forks and execs `argv` as the server account. In the child, output goes
+/// to `log_path`; `death_signal` (if non-zero) is delivered to the child when
+/// this thread's process dies.
+pid_t spawn(const std::vector<std::string>& argv, const run_as& as,
+            const std::string& log_path, int death_signal) {
+  std::vector<char*> args;
+  for (auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0)
+    throw std::runtime_error("fork failed: "
+                             + std::string(std::strerror(errno)));
+  if (pid > 0)
+    return pid;
+  // Child: only async-signal-safe calls from here on.
+  int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (fd >= 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ::setsid(); // keep terminal signals (Ctrl-C) for our own shutdown order
+  if (as.drop) {
+    if (::setgroups(0, nullptr) != 0 || ::setgid(as.gid) != 0
+        || ::setuid(as.uid) != 0)
+      ::_exit(126);
+  }
+  // After setuid: a credential change clears the parent-death signal.
+  if (death_signal != 0) {
+    ::prctl(PR_SET_PDEATHSIG, death_signal);
+    if (getppid() != parent)
+      ::_exit(125);
+  }
+  ::execv(args[0], args.data());
+  ::_exit(127);
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string tail_of(const std::string& path) {
+  std::ifstream f(path);
+  std::string line, out;
+  std::vector<std::string> lines;
+  while (std::getline(f, line))
+    lines.push_back(line);
+  for (size_t i = lines.size() > 8 ? lines.size() - 8 : 0; i < lines.size();
+       ++i)
+    out += "\n  " + lines[i];
+  return out;
+}
+
+bool pid_alive(pid_t pid) {
+  return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/// A server left over from a killed predecessor (its parent-death signal is a
+/// fast shutdown) may still hold the data directory; wait for it to go.
+void wait_for_stale_postmaster(const std::string& data_dir) {
+  auto pid_file = data_dir + "/postmaster.pid";
+  std::ifstream f(pid_file);
+  pid_t pid = 0;
+  if (!(f >> pid) || !pid_alive(pid))
+    return;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (pid_alive(pid)) {
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error("data directory " + data_dir
+                               + " is in use by a running server (pid "
+                               + std::to_string(pid) + ")");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+} // namespace
+
+embedded_postgres::embedded_postgres(options opts)
+  : bin_dir_(std::move(opts.bin_dir)), port_(opts.port) {
+  std::error_code ec;
+  fs::create_directories(opts.data_dir, ec);
+  if (ec)
+    throw std::runtime_error("cannot create data directory " + opts.data_dir
+                             + ": " + ec.message());
+  data_dir_ = fs::canonical(opts.data_dir).string();
+  if (!fs::exists(bin_dir_ + "/postgres"))
+    throw std::runtime_error("no PostgreSQL server at " + bin_dir_
+                             + "/postgres (set database.pg-bin-dir)");
+  if (port_ == 0)
+    port_ = free_port();
+  init_cluster();
+  start();
+}
+
+embedded_postgres::~embedded_postgres() {
+  try {
+    stop();
+  } catch (...) {
+    // Destructors must not throw; the death signal still stops the server.
+  }
+}
+
+void embedded_postgres::init_cluster() {
+  if (fs::exists(data_dir_ + "/PG_VERSION"))
+    return;
+  auto as = server_account();
+  ::chmod(data_dir_.c_str(), 0700);
+  if (as.drop && ::chown(data_dir_.c_str(), as.uid, as.gid) != 0)
+    throw std::runtime_error("cannot hand " + data_dir_
+                             + " to user postgres: " + std::strerror(errno));
+  auto log = data_dir_ + "/../initdb.log";
+  pid_t pid = spawn({bin_dir_ + "/initdb", "-D", data_dir_, "-U", "postgres",
+                     "--auth=trust", "-E", "UTF8", "--no-locale", "-N"},
+                    as, log, 0);
+  if (int rc = wait_exit(pid); rc != 0) {
+    std::string hint;
+    if (rc == 1 && as.drop)
+      hint = " (user postgres must be able to reach " + data_dir_
+             + ": every parent directory needs the x permission for it)";
+    throw std::runtime_error("initdb failed with exit code "
+                             + std::to_string(rc) + hint + tail_of(log));
+  }
+}
+
+void embedded_postgres::start() {
+  if (pid_ > 0)
+    return;
+  wait_for_stale_postmaster(data_dir_);
+  auto log = data_dir_ + "/server.log";
+  // fsync is off: this cluster is for development and tests. Commits still
+  // reach the kernel, so they survive any process crash (not an OS crash).
+  pid_ = spawn({bin_dir_ + "/postgres", "-D", data_dir_, "-p",
+                std::to_string(port_), "-c", "listen_addresses=127.0.0.1",
+                "-c", "unix_socket_directories=", "-c", "fsync=off", "-c",
+                "full_page_writes=off", "-c", "max_connections=200"},
+               server_account(), log, SIGINT);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  auto conninfo = dsn() + "?connect_timeout=1";
+  while (PQping(conninfo.c_str()) != PQPING_OK) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("PostgreSQL exited during start-up (see "
+                               + log + ")" + tail_of(log));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      stop(true);
+      throw std::runtime_error("PostgreSQL did not accept connections within "
+                               "30 s (see "
+                               + log + ")" + tail_of(log));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+}
+
+void embedded_postgres::stop(bool immediate) {
+  if (pid_ <= 0)
+    return;
+  // SIGINT: fast shutdown (clean); SIGQUIT: immediate (crash recovery next).
+  ::kill(pid_, immediate ? SIGQUIT : SIGINT);
+  wait_exit(pid_);
+  pid_ = -1;
+}
+
+std::string embedded_postgres::dsn() const {
+  return "postgresql://postgres@127.0.0.1:" + std::to_string(port_)
+         + "/postgres";
+}
+
+} // namespace ef::persistence

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+
+namespace ef::persistence {
+
+/// A private PostgreSQL 15 cluster: initdb on first use, then the server runs
+/// as a child process on loopback only, and stops when this object goes away
+/// (or, via the parent-death signal, when this process dies, even by SIGKILL).
+/// PostgreSQL refuses to run as root; when we are root, initdb and the server
+/// run as the system user "postgres", which then owns the data directory.
+class embedded_postgres {
+public:
+  struct options {
+    std::string data_dir;                               ///< created if absent
+    std::string bin_dir = "/usr/lib/postgresql/15/bin"; ///< initdb, postgres
+    int port = 0;                                       ///< 0: pick a free one
+  };
+
+  /// Initializes (if needed) and starts the cluster, waiting until it accepts
+  /// connections. Throws std::runtime_error naming the step that failed.
+  explicit embedded_postgres(options opts);
+  ~embedded_postgres();
+
+  embedded_postgres(const embedded_postgres&) = delete;
+  embedded_postgres& operator=(const embedded_postgres&) = delete;
+
+  /// Connection URI for the superuser database (no spaces: printable).
+  std::string dsn() const;
+
+  /// Stops the server: "fast" (clean) or "immediate" (crash; recovery runs on
+  /// the next start). Idempotent.
+  void stop(bool immediate = false);
+
+  /// Starts the server again after stop(), on the same port and data.
+  void start();
+
+  int port() const { return port_; }
+  const std::string& data_dir() const { return data_dir_; }
+
+private:
+  void init_cluster();
+  std::string data_dir_;
+  std::string bin_dir_;
+  int port_;
+  pid_t pid_ = -1;
+};
+
+} // namespace ef::persistence

@@ -1,0 +1,135 @@
+#include "persistence/event_applier.hpp"
+
+#include "persistence/connection.hpp"
+
+#include <stdexcept>
+
+namespace ef::persistence {
+
+namespace {
+
+void prepare(pqxx::connection& c) {
+  c.prepare("mark", "INSERT INTO processed_events (consumer, event_id) "
+                    "VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1");
+  // Locks the order row: serializes the rules of one order even when a
+  // rebalance lets two partition actors overlap for a moment.
+  c.prepare("lock_order", "SELECT status, customer_id, total_cents "
+                          "FROM orders WHERE id = $1 FOR UPDATE");
+  c.prepare("set_status", "UPDATE orders SET status = $2, "
+                          "updated_at = clock_timestamp() WHERE id = $1");
+  c.prepare("effect", "INSERT INTO business_effects (consumer, event_id, "
+                      "order_id, kind, amount_cents) "
+                      "VALUES ($1, $2, $3, $4, $5)");
+  c.prepare("has_effect", "SELECT 1 FROM business_effects WHERE order_id = $1 "
+                          "AND consumer = $2 AND kind = ANY($3::text[]) "
+                          "LIMIT 1");
+  c.prepare("adjust_balance",
+            "INSERT INTO accounts (customer_id, balance_cents) "
+            "VALUES ($1, $2) ON CONFLICT (customer_id) DO UPDATE SET "
+            "balance_cents = accounts.balance_cents + EXCLUDED.balance_cents, "
+            "updated_at = clock_timestamp()");
+}
+
+struct order_row {
+  std::string status;
+  std::string customer_id;
+  std::int64_t total_cents;
+};
+
+struct effect {
+  std::string kind;
+  std::int64_t amount_cents = 0;
+};
+
+effect apply_fulfillment(pqxx::work& w, const order_event& ev,
+                         const order_row& o) {
+  if (ev.event_type == order_created_type) {
+    if (o.status != "created")
+      return {"fulfill_skipped", 0};
+    w.exec_prepared("set_status", ev.order_id, "processed");
+    return {"fulfilled", 0};
+  }
+  w.exec_prepared("set_status", ev.order_id, "cancelled");
+  return {"cancelled", 0};
+}
+
+effect apply_billing(pqxx::work& w, const order_event& ev, const order_row& o,
+                     const std::string& consumer) {
+  auto has = [&](const char* kinds) {
+    return !w.exec_prepared("has_effect", ev.order_id, consumer, kinds)
+              .empty();
+  };
+  if (ev.event_type == order_created_type) {
+    if (has("{refund,refund_skipped}"))
+      return {"debit_skipped", 0};
+    w.exec_prepared("adjust_balance", o.customer_id, -o.total_cents);
+    return {"debit", o.total_cents};
+  }
+  if (!has("{debit}"))
+    return {"refund_skipped", 0};
+  w.exec_prepared("adjust_balance", o.customer_id, o.total_cents);
+  return {"refund", o.total_cents};
+}
+
+} // namespace
+
+const char* to_string(apply_outcome x) {
+  switch (x) {
+    case apply_outcome::applied:
+      return "applied";
+    case apply_outcome::duplicate:
+      return "duplicate";
+    case apply_outcome::order_missing:
+      return "order_missing";
+  }
+  return "unknown";
+}
+
+consumer_kind event_applier::kind_of(const std::string& consumer) {
+  if (consumer == "fulfillment")
+    return consumer_kind::fulfillment;
+  if (consumer == "billing")
+    return consumer_kind::billing;
+  throw std::invalid_argument("unknown consumer: " + consumer);
+}
+
+event_applier::event_applier(std::string dsn, std::string consumer)
+  : db_(std::make_unique<session>(std::move(dsn), prepare)),
+    consumer_(std::move(consumer)),
+    kind_(kind_of(consumer_)) {
+  // nop
+}
+
+event_applier::~event_applier() = default;
+
+apply_outcome event_applier::apply(const order_event& ev) {
+  if (ev.event_type != order_created_type
+      && ev.event_type != order_cancelled_type)
+    throw db_error(db_errc::permanent,
+                   "unknown event type \"" + ev.event_type + "\"");
+  try {
+    pqxx::work w(db_->get());
+    // The idempotency guard: a concurrent duplicate blocks here until the
+    // first transaction ends, then inserts nothing.
+    if (w.exec_prepared("mark", consumer_, ev.event_id).empty())
+      return apply_outcome::duplicate; // rolls back: nothing to keep
+    auto r = w.exec_prepared("lock_order", ev.order_id);
+    if (r.empty())
+      return apply_outcome::order_missing; // rolls back the mark too
+    order_row o{r[0][0].as<std::string>(), r[0][1].as<std::string>(),
+                r[0][2].as<std::int64_t>()};
+    auto e = kind_ == consumer_kind::fulfillment
+               ? apply_fulfillment(w, ev, o)
+               : apply_billing(w, ev, o, consumer_);
+    w.exec_prepared("effect", consumer_, ev.event_id, ev.order_id, e.kind,
+                    e.amount_cents);
+    w.commit();
+    return apply_outcome::applied;
+  } catch (...) {
+    // A broken session is reopened by the next apply().
+    db_->reset();
+    rethrow_as_db_error();
+  }
+}
+
+} // namespace ef::persistence

@@ -1,0 +1,63 @@
+#pragma once
+
+#include "messages/events.hpp"
+
+#include <memory>
+#include <string>
+
+namespace ef::persistence {
+
+class session;
+
+/// What applying one delivery did.
+enum class apply_outcome {
+  /// First delivery for this consumer: mark and business change committed.
+  applied,
+  /// The (consumer, event_id) mark already existed: nothing changed.
+  duplicate,
+  /// The event's order does not exist (yet): rolled back, no mark saved.
+  order_missing,
+};
+
+const char* to_string(apply_outcome x);
+
+/// The business rules of the two consumers. Each is applied inside the
+/// idempotent transaction; every applied event appends exactly one
+/// business_effects row, whose `kind` says what the rule did.
+///
+/// fulfillment
+///   OrderCreated:   created -> processed ("fulfilled"); if the order is
+///                   already cancelled, nothing moves ("fulfill_skipped").
+///   OrderCancelled: any status -> cancelled ("cancelled").
+/// billing
+///   OrderCreated:   debit the customer's account by the total ("debit"),
+///                   unless this consumer already applied the order's cancel
+///                   ("debit_skipped", amount 0).
+///   OrderCancelled: refund the total if this consumer debited it ("refund"),
+///                   else nothing moves ("refund_skipped", amount 0): a
+///                   cancel seen before its order never creates money.
+enum class consumer_kind { fulfillment, billing };
+
+/// Applies events for one consumer in the idempotent transaction:
+///   INSERT (consumer, event_id) ON CONFLICT DO NOTHING; only if inserted,
+///   run the consumer's rule and append one business_effects row; commit.
+/// One instance per partition actor (owns one connection). Throws db_error.
+class event_applier {
+public:
+  event_applier(std::string dsn, std::string consumer);
+  ~event_applier();
+
+  apply_outcome apply(const order_event& ev);
+
+  const std::string& consumer() const { return consumer_; }
+
+  /// Parses a consumer name; throws std::invalid_argument if unknown.
+  static consumer_kind kind_of(const std::string& consumer);
+
+private:
+  std::unique_ptr<session> db_;
+  std::string consumer_;
+  consumer_kind kind_;
+};
+
+} // namespace ef::persistence

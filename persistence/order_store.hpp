@@ -1,0 +1,56 @@
+#pragma once
+
+#include "messages/order_messages.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ef::persistence {
+
+class session;
+
+/// Outcome of writing a new order.
+struct create_result {
+  enum outcome_t {
+    created,     ///< order, items and OrderCreated outbox row committed
+    replayed,    ///< the idempotency key was used before with the same body
+    key_conflict ///< the idempotency key was used before with another body
+  } outcome;
+  std::string order_id;
+  std::string event_id;
+  std::string status;
+};
+
+/// Outcome of a cancel request.
+struct cancel_result {
+  enum outcome_t { cancelled, not_found, already_cancelled } outcome;
+  std::string event_id;
+};
+
+/// The API's view of the database: writes an order and its outbox event in
+/// one transaction. One instance per API actor (owns one connection). All
+/// member functions throw db_error on database failures.
+class order_store {
+public:
+  order_store(std::string dsn, int shards);
+  ~order_store();
+
+  /// Inserts order, items, idempotency key and the OrderCreated outbox row in
+  /// ONE transaction: a failure anywhere leaves none of them.
+  create_result create(const create_order& cmd);
+
+  /// Records the cancel request and the OrderCancelled outbox row in one
+  /// transaction.
+  cancel_result cancel(const std::string& order_id,
+                       const std::string& traceparent);
+
+  /// The order with its items, events and per-consumer effects, as JSON.
+  std::optional<std::string> view_json(const std::string& order_id);
+
+private:
+  std::unique_ptr<session> db_;
+  int shards_;
+};
+
+} // namespace ef::persistence

@@ -1,0 +1,51 @@
+#pragma once
+
+#include "messages/events.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ef::persistence {
+
+/// An unsent outbox row as claimed by a relay.
+struct outbox_row {
+  std::int64_t seq = 0;
+  order_event event;
+};
+
+/// The relay's view of one outbox shard. Owns one connection, which holds the
+/// shard's session-level advisory lock and LISTENs on the shard's channel, so
+/// ownership and wake-ups die together with the session. Throws db_error.
+class outbox_store {
+public:
+  outbox_store(std::string dsn, int shard);
+  ~outbox_store();
+
+  /// Tries to become the shard's only relay, cluster-wide. Non-blocking.
+  bool try_acquire_shard();
+
+  /// Waits up to `timeout_ms` for a NOTIFY on the shard's channel; returns
+  /// true if one arrived.
+  bool await_notify(int timeout_ms);
+
+  /// The oldest unsent rows of the shard, in seq order.
+  std::vector<outbox_row> unsent(int limit);
+
+  /// Marks exactly these rows sent (idempotent for rows already marked).
+  void mark_sent(const std::vector<std::int64_t>& seqs);
+
+  /// Counts a failed publish attempt on these rows and keeps the reason.
+  void record_failure(const std::vector<std::int64_t>& seqs,
+                      const std::string& error);
+
+  int shard() const { return shard_; }
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+  int shard_;
+};
+
+} // namespace ef::persistence
