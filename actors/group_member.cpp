@@ -170,6 +170,12 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
       self->send(self, poll_atom::value);
     },
     [=](record_done& d) { self->state.on_done(d); },
+    [=](children_atom) {
+      std::map<std::string, caf::actor> live;
+      for (auto& [p, slot] : self->state.owned)
+        live.emplace("partition-" + std::to_string(p), slot.worker);
+      return live;
+    },
   };
 }
 

@@ -90,6 +90,13 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
       }
     },
     [=](stats_atom) { return self->state.restart_counts; },
+    [=](children_atom) {
+      std::map<std::string, caf::actor> live;
+      for (auto& c : self->state.children)
+        if (c.current)
+          live.emplace(c.spec.name, c.current);
+      return live;
+    },
   };
 }
 

@@ -124,6 +124,17 @@ int main(int argc, char** argv) {
   add("broker", "run an in-process Kafka-protocol broker and print its "
                 "bootstrap servers", broker);
   add("migrate", "apply pending schema migrations and exit", migrate);
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    for (auto& c : commands)
+      known = known || c.sub->get_name() == argv[1];
+    if (!known) {
+      std::cerr << "eventforge: unknown command \"" << argv[1]
+                << "\" (expected serve, broker or migrate; see --help)"
+                << std::endl;
+      return 2;
+    }
+  }
   CLI11_PARSE(app, argc, argv);
   for (auto& c : commands) {
     if (!c.sub->parsed())

@@ -10,6 +10,8 @@ using poll_atom = caf::atom_constant<caf::atom("poll")>;
 using restart_atom = caf::atom_constant<caf::atom("restart")>;
 /// Asks a supervisor for its restart counters.
 using stats_atom = caf::atom_constant<caf::atom("stats")>;
+/// Asks a supervisor for its live children: map<string name, actor>.
+using children_atom = caf::atom_constant<caf::atom("children")>;
 /// Asks a partition actor to retry the record it is holding.
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
 

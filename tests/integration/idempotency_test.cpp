@@ -1,0 +1,202 @@
+// The idempotency guard: duplicates, concurrent deliveries and missing orders.
+
+#include "kafka/offsets.hpp"
+#include "kafka/outbox_producer.hpp"
+#include "messages/ids.hpp"
+#include "persistence/event_applier.hpp"
+#include "persistence/migrations.hpp"
+#include "persistence/order_store.hpp"
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+
+using namespace ef;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool group_at_log_end(const config::settings& cfg,
+                      const std::string& brokers) {
+  auto ends = kafka::log_end_offsets(brokers, cfg.kafka.topic,
+                                     cfg.kafka.partitions);
+  for (auto& c : cfg.consumer.enabled) {
+    auto committed = kafka::committed_offsets(brokers, "eventforge." + c,
+                                              cfg.kafka.topic,
+                                              cfg.kafka.partitions);
+    for (int p = 0; p < cfg.kafka.partitions; ++p)
+      if (ends[p] > 0 && committed[p] != ends[p])
+        return false;
+  }
+  return true;
+}
+
+int count(test::database& db, const std::string& table,
+          const std::string& event_id) {
+  return db.scalar<int>("SELECT count(*) FROM " + table
+                        + " WHERE event_id = '" + event_id + "'");
+}
+
+} // namespace
+
+TEST_CASE("event_produced_twice_onto_the_topic_gives_one_mark_and_one_"
+          "effect_per_consumer") {
+  test::database db;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  auto [s, b] = test::post_json(t.url(), "/orders",
+                                test::order_body("c", 2, 1500));
+  REQUIRE(s == 201);
+  auto event_id = test::json_field(b, "event_id");
+  REQUIRE(test::wait_until([&] {
+    return count(db, "processed_events", event_id) == 2
+           && group_at_log_end(cfg, broker.bootstrap_servers());
+  }));
+  // Put the very same record onto the topic again, as a relay crash between
+  // ack and mark would.
+  auto records = kafka::read_all(broker.bootstrap_servers(), cfg.kafka.topic,
+                                 cfg.kafka.partitions);
+  REQUIRE(records.size() == 1);
+  kafka::outbox_producer producer(broker.bootstrap_servers(), cfg.kafka.topic,
+                                  10000, "test");
+  auto d = producer.publish_raw(records[0].key, records[0].value,
+                                {{"event_id", records[0].event_id}});
+  REQUIRE(d.persisted);
+  REQUIRE(test::wait_until([&] {
+    return group_at_log_end(cfg, broker.bootstrap_servers());
+  }));
+  CHECK(kafka::read_all(broker.bootstrap_servers(), cfg.kafka.topic,
+                        cfg.kafka.partitions)
+          .size()
+        == 2);
+  CHECK(count(db, "processed_events", event_id) == 2);
+  CHECK(count(db, "business_effects", event_id) == 2);
+  CHECK(db.scalar<std::int64_t>("SELECT balance_cents FROM accounts WHERE "
+                                "customer_id = 'c'")
+        == -3000);
+}
+
+TEST_CASE("concurrent_deliveries_of_one_event_to_two_workers_give_one_mark_"
+          "and_one_effect") {
+  test::database db;
+  persistence::migrate(db.dsn());
+  persistence::order_store orders(db.dsn(), 4);
+  constexpr int n = 200;
+  std::vector<order_event> events;
+  for (int i = 0; i < n; ++i) {
+    create_order cmd{"customer-" + std::to_string(i % 7), {{"sku", 1, 250}},
+                     "", "", ""};
+    auto r = orders.create(cmd);
+    events.push_back({r.event_id, order_created_type, r.order_id, "", "{}",
+                      ""});
+  }
+  for (std::string consumer : {"fulfillment", "billing"}) {
+    // Two workers, each with its own connection, race on every event.
+    std::atomic<int> applied{0}, duplicates{0};
+    std::atomic<int> ready{0};
+    auto worker = [&] {
+      persistence::event_applier applier(db.dsn(), consumer);
+      ++ready;
+      while (ready < 2)
+        std::this_thread::yield();
+      for (auto& ev : events) {
+        auto outcome = applier.apply(ev);
+        if (outcome == persistence::apply_outcome::applied)
+          ++applied;
+        else if (outcome == persistence::apply_outcome::duplicate)
+          ++duplicates;
+      }
+    };
+    std::thread a(worker), b(worker);
+    a.join();
+    b.join();
+    INFO(consumer);
+    CHECK(applied == n);
+    CHECK(duplicates == n);
+    CHECK(db.scalar<int>("SELECT count(*) FROM processed_events WHERE "
+                         "consumer = '"
+                         + consumer + "'")
+          == n);
+    CHECK(db.scalar<int>("SELECT count(*) FROM business_effects WHERE "
+                         "consumer = '"
+                         + consumer + "'")
+          == n);
+  }
+  CHECK(-db.scalar<std::int64_t>("SELECT sum(balance_cents) FROM accounts")
+        == n * 250);
+}
+
+TEST_CASE("event_for_a_missing_order_is_rolled_back_without_a_mark_and_"
+          "applied_once_the_order_exists") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.consumer.retry_backoff_max_ms = 200;
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  auto order_id = new_uuid_v7();
+  auto event_id = new_uuid_v7();
+  order_event ev{event_id, order_created_type, order_id,
+                 "2026-12-02T00:00:00Z", R"({"total_cents":700})", ""};
+  kafka::outbox_producer producer(broker.bootstrap_servers(), cfg.kafka.topic,
+                                  10000, "test");
+  REQUIRE(producer.publish({ev})[0].persisted);
+  // While the order is missing, every attempt rolls back: no mark, no
+  // effect, and the offset stays before the record. Observe a while.
+  auto deadline = std::chrono::steady_clock::now() + 1500ms;
+  while (std::chrono::steady_clock::now() < deadline) {
+    REQUIRE(count(db, "processed_events", event_id) == 0);
+    REQUIRE(count(db, "business_effects", event_id) == 0);
+    REQUIRE_FALSE(group_at_log_end(cfg, broker.bootstrap_servers()));
+    std::this_thread::sleep_for(100ms);
+  }
+  db.exec("INSERT INTO orders (id, customer_id, status, total_cents) VALUES ('"
+          + order_id + "', 'late', 'created', 700)");
+  REQUIRE(test::wait_until([&] {
+    return count(db, "processed_events", event_id) == 2
+           && group_at_log_end(cfg, broker.bootstrap_servers());
+  }));
+  CHECK(count(db, "business_effects", event_id) == 2);
+  CHECK(db.scalar<std::string>("SELECT status FROM orders WHERE id = '"
+                               + order_id + "'")
+        == "processed");
+  CHECK(db.scalar<std::int64_t>("SELECT balance_cents FROM accounts WHERE "
+                                "customer_id = 'late'")
+        == -700);
+}
+
+TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
+          "is_skipped") {
+  // The written rule for a cancel that reaches a consumer that never applied
+  // the order's creation (it can only happen after a late replay).
+  test::database db;
+  persistence::migrate(db.dsn());
+  persistence::order_store orders(db.dsn(), 4);
+  auto created = orders.create({"late-c", {{"sku", 2, 500}}, "", "", ""});
+  auto cancelled = orders.cancel(created.order_id, "");
+  order_event create_ev{created.event_id, order_created_type,
+                        created.order_id, "", "{}", ""};
+  order_event cancel_ev{cancelled.event_id, order_cancelled_type,
+                        created.order_id, "", "{}", ""};
+  persistence::event_applier billing(db.dsn(), "billing");
+  persistence::event_applier fulfillment(db.dsn(), "fulfillment");
+  CHECK(billing.apply(cancel_ev) == persistence::apply_outcome::applied);
+  CHECK(billing.apply(create_ev) == persistence::apply_outcome::applied);
+  CHECK(fulfillment.apply(cancel_ev) == persistence::apply_outcome::applied);
+  CHECK(fulfillment.apply(create_ev) == persistence::apply_outcome::applied);
+  CHECK(db.scalar<std::string>(
+          "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
+          "WHERE consumer = 'billing'")
+        == "refund_skipped,debit_skipped");
+  CHECK(db.scalar<std::string>(
+          "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
+          "WHERE consumer = 'fulfillment'")
+        == "cancelled,fulfill_skipped");
+  CHECK(db.scalar<int>("SELECT count(*) FROM accounts WHERE balance_cents "
+                       "<> 0")
+        == 0);
+  CHECK(db.scalar<std::string>("SELECT status FROM orders")
+        == "cancelled");
+}

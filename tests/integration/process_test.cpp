@@ -1,0 +1,146 @@
+// The eventforge executable as a process: SIGKILL mid-stream, restart on the
+// same data, and bad command lines / config files.
+
+#include "kafka/offsets.hpp"
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+using namespace ef;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::string> serve_args(const std::string& dsn,
+                                    const std::string& brokers) {
+  return {test::eventforge_binary(),
+          "serve",
+          "--http.port=0",
+          "--database.url=" + dsn,
+          "--kafka.brokers=" + brokers,
+          "--kafka.session-timeout-ms=6000",
+          "--kafka.fetch-wait-max-ms=20",
+          "--log.level=warn"};
+}
+
+} // namespace
+
+TEST_CASE("serve_killed_with_sigkill_mid_stream_and_restarted_loses_no_order_"
+          "and_applies_nothing_twice") {
+  test::database db;
+  test::temp_dir logs;
+  auto cfg = test::test_settings();
+  // The broker lives in its own process, as it must outlive serve.
+  test::child_process broker({test::eventforge_binary(), "broker"},
+                             logs.path + "/broker.log");
+  auto brokers = test::ready_field(broker.await_line("ready"), "kafka");
+  REQUIRE_FALSE(brokers.empty());
+
+  constexpr int orders = 400;
+  std::vector<std::string> keys;
+  for (int i = 0; i < orders; ++i)
+    keys.push_back("order-key-" + std::to_string(i));
+  int next = 0;
+  // Two lives of serve; the first is SIGKILLed while orders stream in.
+  for (int life = 0; life < 2; ++life) {
+    test::child_process serve(serve_args(db.dsn(), brokers),
+                              logs.path + "/serve.log");
+    auto url = test::ready_field(serve.await_line("ready"), "http");
+    REQUIRE_FALSE(url.empty());
+    int stop_at = life == 0 ? orders / 2 : orders;
+    for (; next < stop_at; ++next) {
+      // The client retries with the same key until it gets an answer, as a
+      // real client would across the crash.
+      auto [status, body] = test::post_json(
+        url, "/orders",
+        test::order_body("cust-" + std::to_string(next % 20), 1, 100 + next),
+        keys[next]);
+      REQUIRE(status == 201);
+    }
+    if (life == 0) {
+      // Kill while relays and consumers are busy with the backlog.
+      serve.signal(SIGKILL);
+      CHECK(serve.wait() == 128 + SIGKILL);
+      // Replay the last request: it may or may not have been committed.
+      --next;
+    } else {
+      REQUIRE(test::wait_until(
+        [&] {
+          if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS "
+                             "NULL")
+                != 0
+              || db.scalar<int>("SELECT count(*) FROM processed_events")
+                   != 2 * orders)
+            return false;
+          auto ends = kafka::log_end_offsets(brokers, cfg.kafka.topic,
+                                             cfg.kafka.partitions);
+          for (auto c : {"fulfillment", "billing"}) {
+            auto committed = kafka::committed_offsets(
+              brokers, std::string("eventforge.") + c, cfg.kafka.topic,
+              cfg.kafka.partitions);
+            if (committed != ends)
+              return false;
+          }
+          return true;
+        },
+        120s));
+      serve.signal(SIGTERM);
+      CHECK(serve.wait() == 0);
+    }
+  }
+  CHECK(db.scalar<int>("SELECT count(*) FROM orders") == orders);
+  CHECK(db.scalar<int>("SELECT count(*) FROM outbox") == orders);
+  CHECK(db.scalar<int>("SELECT count(*) FROM business_effects") == 2 * orders);
+  CHECK(db.scalar<int>("SELECT count(*) FROM (SELECT consumer, event_id FROM "
+                       "business_effects GROUP BY 1, 2 HAVING count(*) > 1) "
+                       "d")
+        == 0);
+  CHECK(-db.scalar<std::int64_t>("SELECT sum(balance_cents) FROM accounts")
+        == db.scalar<std::int64_t>("SELECT sum(total_cents) FROM orders"));
+}
+
+TEST_CASE("bad_command_lines_and_config_files_stop_start_up_naming_the_key_"
+          "and_write_nothing") {
+  test::database db;
+  test::temp_dir dir;
+  auto bin = test::eventforge_binary();
+  auto db_flag = " --database.url='" + db.dsn() + "'";
+  struct bad {
+    std::string args;
+    std::string says;
+  };
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir.path + "/" + name) << text;
+    return dir.path + "/" + name;
+  };
+  auto unknown_ini = write("unknown.ini", "[kafka]\npartitons=3\n");
+  auto invalid_ini = write("invalid.ini", "[relay]\nshards=-1\n");
+  auto unquoted_ini = write("unquoted.ini", "[kafka]\nbrokers=a:1\n");
+  for (auto& b : std::vector<bad>{
+         {"serve --kafka.partitons=3", "--kafka.partitons"},
+         {"serve --relay.shards=0", "relay.shards"},
+         {"serve --http.port=http", "http.port"},
+         {"serve --config-file=" + unknown_ini, "kafka.partitons"},
+         {"serve --config-file=" + invalid_ini, "relay.shards"},
+         {"serve --config-file=" + unquoted_ini, "kafka.brokers"},
+         {"serve --config-file=" + dir.path + "/missing.ini", "missing.ini"},
+         {"frobnicate", "frobnicate"},
+         {"", "subcommand is required"},
+       }) {
+    auto [code, out] = test::run_command(bin + " " + b.args + db_flag);
+    INFO(b.args << " printed: " << out);
+    CHECK(code != 0);
+    CHECK(out.find(b.says) != std::string::npos);
+  }
+  // Nothing was written: not even the schema.
+  CHECK(db.scalar<int>("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                       "'public'")
+        == 0);
+  auto [code, help] = test::run_command(bin + " serve --help");
+  CHECK(code == 0);
+  CHECK(help.find("--relay.shards") != std::string::npos);
+}

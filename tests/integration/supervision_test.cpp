@@ -1,0 +1,123 @@
+// A crashed actor is restarted by its supervisor and resumes from durable
+// state only: unsent outbox rows; the partition's committed offset.
+
+#include "kafka/offsets.hpp"
+#include "messages/atoms.hpp"
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace ef;
+using namespace std::chrono_literals;
+
+namespace {
+
+using actor_map = std::map<std::string, caf::actor>;
+
+actor_map children_of(caf::actor_system& sys, const caf::actor& sup) {
+  caf::scoped_actor self{sys};
+  actor_map out;
+  self->request(sup, 10s, children_atom::value)
+    .receive([&](actor_map& m) { out = std::move(m); },
+             [&](caf::error& e) { FAIL("children query: " << to_string(e)); });
+  return out;
+}
+
+std::map<std::string, std::uint64_t> restarts_of(caf::actor_system& sys,
+                                                 const caf::actor& sup) {
+  caf::scoped_actor self{sys};
+  std::map<std::string, std::uint64_t> out;
+  self->request(sup, 10s, stats_atom::value)
+    .receive([&](std::map<std::string, std::uint64_t>& m) { out = m; },
+             [&](caf::error& e) { FAIL("stats query: " << to_string(e)); });
+  return out;
+}
+
+/// Fails `a` exactly as an exception escaping a handler would.
+void crash(caf::actor_system& sys, const caf::actor& a) {
+  caf::scoped_actor self{sys};
+  self->send_exit(a, caf::make_error(caf::sec::runtime_error));
+}
+
+void post_orders(const std::string& url, int n, const std::string& customer) {
+  for (int i = 0; i < n; ++i) {
+    auto [status, body] =
+      test::post_json(url, "/orders", test::order_body(customer, 1, 100 + i));
+    REQUIRE(status == 201);
+  }
+}
+
+bool settled(test::database& db, const config::settings& cfg,
+             const std::string& brokers) {
+  if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") != 0
+      || db.scalar<int>("SELECT count(*) FROM processed_events")
+           != 2 * db.scalar<int>("SELECT count(*) FROM outbox"))
+    return false;
+  auto ends = kafka::log_end_offsets(brokers, cfg.kafka.topic,
+                                     cfg.kafka.partitions);
+  for (auto& c : cfg.consumer.enabled) {
+    auto committed = kafka::committed_offsets(brokers, "eventforge." + c,
+                                              cfg.kafka.topic,
+                                              cfg.kafka.partitions);
+    for (int p = 0; p < cfg.kafka.partitions; ++p)
+      if (ends[p] > 0 && committed[p] != ends[p])
+        return false;
+  }
+  return true;
+}
+
+void check_one_effect_per_consumer_per_event(test::database& db) {
+  CHECK(db.scalar<int>(
+          "SELECT count(*) FROM outbox o CROSS JOIN (VALUES ('fulfillment'), "
+          "('billing')) c(consumer) WHERE (SELECT count(*) FROM "
+          "business_effects b WHERE b.event_id = o.event_id AND b.consumer = "
+          "c.consumer) <> 1")
+        == 0);
+}
+
+} // namespace
+
+TEST_CASE("killed_relay_shards_are_restarted_and_publish_the_unsent_rows") {
+  test::database db;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  post_orders(t.url(), 50, "before");
+  for (auto& [name, actor] : children_of(t.system(), t.root()))
+    if (name.rfind("relay-", 0) == 0)
+      crash(t.system(), actor);
+  post_orders(t.url(), 50, "after");
+  REQUIRE(test::wait_until(
+    [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
+  CHECK(restarts_of(t.system(), t.root())["relay"] >= 4);
+  CHECK(db.scalar<int>("SELECT count(*) FROM outbox") == 100);
+  check_one_effect_per_consumer_per_event(db);
+}
+
+TEST_CASE("killed_partition_actors_resume_from_the_committed_offset_without_"
+          "a_second_effect") {
+  test::database db;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  post_orders(t.url(), 30, "warm-up");
+  REQUIRE(test::wait_until(
+    [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
+  auto members = children_of(t.system(), t.root());
+  for (auto round = 0; round < 3; ++round) {
+    // Kill every partition actor of both consumers while orders flow.
+    for (auto name : {"consumer-billing", "consumer-fulfillment"}) {
+      auto workers = children_of(t.system(), members.at(name));
+      REQUIRE(workers.size() == static_cast<size_t>(cfg.kafka.partitions));
+      for (auto& [_, w] : workers)
+        crash(t.system(), w);
+    }
+    post_orders(t.url(), 30, "round-" + std::to_string(round));
+  }
+  REQUIRE(test::wait_until(
+    [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
+  CHECK(db.scalar<int>("SELECT count(*) FROM outbox") == 120);
+  check_one_effect_per_consumer_per_event(db);
+  CHECK(-db.scalar<std::int64_t>("SELECT sum(balance_cents) FROM accounts")
+        == db.scalar<std::int64_t>("SELECT sum(total_cents) FROM orders"));
+}

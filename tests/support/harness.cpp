@@ -1,0 +1,236 @@
+#include "tests/support/harness.hpp"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sys/stat.h>
+#include <thread>
+
+namespace ef::test {
+
+temp_dir::temp_dir() {
+  char tmpl[] = "/tmp/eventforge-test-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr)
+    throw std::runtime_error("mkdtemp failed");
+  path = tmpl;
+  ::chmod(path.c_str(), 0755);
+}
+
+temp_dir::~temp_dir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+}
+
+database::database() {
+  persistence::embedded_postgres::options opts;
+  opts.data_dir = dir_.path + "/pg";
+  pg_ = std::make_unique<persistence::embedded_postgres>(opts);
+}
+
+pqxx::connection& database::conn() {
+  if (!conn_ || !conn_->is_open())
+    conn_ = std::make_unique<pqxx::connection>(pg_->dsn());
+  return *conn_;
+}
+
+void database::exec(const std::string& sql) {
+  pqxx::nontransaction t(conn());
+  t.exec(sql);
+}
+
+config::settings test_settings() {
+  config::settings s;
+  s.http.port = 0;
+  s.kafka.session_timeout_ms = 6000;
+  s.kafka.fetch_wait_max_ms = 20;
+  s.supervisor.restart_backoff_ms = 10;
+  s.log.level = "warn";
+  return s;
+}
+
+bool wait_until(const std::function<bool()>& pred,
+                std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (pred())
+      return true;
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+tree::tree(const config::settings& cfg, const endpoints& ep) {
+  spdlog::set_level(spdlog::level::from_str(cfg.log.level));
+  sys_ = std::make_unique<caf::actor_system>(caf_cfg_);
+  root_ = ef::start(*sys_, cfg, ep);
+  http_ = std::make_unique<app::http_frontend>(*sys_, root_, cfg);
+  http_->start();
+  url_ = http_->url();
+}
+
+tree::~tree() {
+  stop();
+}
+
+void tree::stop() {
+  if (!sys_)
+    return;
+  http_.reset();
+  caf::anon_send_exit(root_, caf::exit_reason::user_shutdown);
+  root_ = caf::actor{};
+  sys_->await_all_actors_done();
+  sys_.reset();
+}
+
+std::pair<int, std::string> post_json(const std::string& url,
+                                      const std::string& path,
+                                      const std::string& body,
+                                      const std::string& idempotency_key,
+                                      const std::string& content_type) {
+  httplib::Client cli(url);
+  cli.set_read_timeout(30, 0);
+  httplib::Headers headers;
+  if (!idempotency_key.empty())
+    headers.emplace("Idempotency-Key", idempotency_key);
+  auto res = cli.Post(path.c_str(), headers, body, content_type.c_str());
+  if (!res)
+    return {0, "transport error: " + httplib::to_string(res.error())};
+  return {res->status, res->body};
+}
+
+std::string order_body(const std::string& customer, std::int64_t qty,
+                       std::int64_t price_cents) {
+  return nlohmann::json{{"customer_id", customer},
+                        {"items",
+                         {{{"sku", "sku-1"},
+                           {"qty", qty},
+                           {"price_cents", price_cents}}}}}
+    .dump();
+}
+
+std::string json_field(const std::string& json, const std::string& key) {
+  auto v = nlohmann::json::parse(json, nullptr, false);
+  if (v.is_discarded() || !v.is_object() || !v.contains(key)
+      || !v[key].is_string())
+    return {};
+  return v[key].get<std::string>();
+}
+
+std::pair<int, std::string> run_command(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr)
+    return {-1, "popen failed"};
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    out.append(buf.data(), n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string eventforge_binary() {
+  return EF_BINARY_PATH;
+}
+
+} // namespace ef::test
+
+#include <csignal>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace ef::test {
+
+child_process::child_process(const std::vector<std::string>& argv,
+                             const std::string& stderr_path) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    throw std::runtime_error("pipe failed");
+  std::vector<char*> args;
+  for (auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ == 0) {
+    ::dup2(fds[1], 1);
+    int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (err >= 0)
+      ::dup2(err, 2);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  out_fd_ = fds[0];
+}
+
+child_process::~child_process() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    wait();
+  }
+  if (out_fd_ >= 0)
+    ::close(out_fd_);
+}
+
+std::string child_process::await_line(const std::string& prefix,
+                                      std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    size_t nl;
+    while ((nl = buffer_.find('\n')) != std::string::npos) {
+      auto line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      if (line.rfind(prefix, 0) == 0)
+        return line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  deadline - std::chrono::steady_clock::now())
+                  .count();
+    if (left <= 0)
+      return {};
+    pollfd p{out_fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0)
+      return {};
+    char buf[4096];
+    auto n = ::read(out_fd_, buf, sizeof(buf));
+    if (n <= 0)
+      return {};
+    buffer_.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void child_process::signal(int sig) {
+  if (pid_ > 0)
+    ::kill(pid_, sig);
+}
+
+int child_process::wait() {
+  if (pid_ <= 0)
+    return -1;
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR)
+    ;
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string ready_field(const std::string& line, const std::string& name) {
+  auto key = " " + name + "=";
+  auto at = line.find(key);
+  if (at == std::string::npos)
+    return {};
+  auto from = at + key.size();
+  return line.substr(from, line.find(' ', from) - from);
+}
+
+} // namespace ef::test

@@ -1,0 +1,132 @@
+#pragma once
+
+// Test harness: real PostgreSQL (a throwaway private cluster), the real Kafka
+// protocol (the in-process mock cluster), and the real tree and HTTP API.
+
+#include "actors/eventforge.hpp"
+#include "app/http_frontend.hpp"
+#include "config/settings.hpp"
+#include "kafka/embedded_broker.hpp"
+#include "persistence/embedded_postgres.hpp"
+
+#include <caf/all.hpp>
+#include <pqxx/pqxx>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ef::test {
+
+/// A fresh directory under /tmp, removed with everything in it. Traversable
+/// by other users so the "postgres" account can reach a cluster inside.
+struct temp_dir {
+  temp_dir();
+  ~temp_dir();
+  std::string path;
+};
+
+/// A private PostgreSQL cluster for one test, plus helpers to read state.
+class database {
+public:
+  database();
+  std::string dsn() const { return pg_->dsn(); }
+  persistence::embedded_postgres& server() { return *pg_; }
+
+  /// Runs `sql` and returns the first column of the first row.
+  template <class T>
+  T scalar(const std::string& sql) {
+    pqxx::nontransaction t(conn());
+    return t.exec1(sql)[0].as<T>();
+  }
+  void exec(const std::string& sql);
+  pqxx::connection& conn();
+
+private:
+  temp_dir dir_;
+  std::unique_ptr<persistence::embedded_postgres> pg_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+/// Settings tuned for tests: free HTTP port, short group session timeout.
+config::settings test_settings();
+
+/// Polls `pred` every 20 ms until it holds or `limit` passes. Waits for a
+/// durable condition; the test then asserts on that state.
+bool wait_until(const std::function<bool()>& pred,
+                std::chrono::milliseconds limit = std::chrono::seconds(60));
+
+/// The whole EventForge tree plus HTTP API, in this process.
+class tree {
+public:
+  tree(const config::settings& cfg, const endpoints& ep);
+  ~tree();
+  caf::actor_system& system() { return *sys_; }
+  caf::actor root() const { return root_; }
+  const std::string& url() const { return url_; }
+  /// Stops HTTP and the tree, waiting for every actor to finish.
+  void stop();
+
+private:
+  caf::actor_system_config caf_cfg_;
+  std::unique_ptr<caf::actor_system> sys_;
+  caf::actor root_;
+  std::unique_ptr<app::http_frontend> http_;
+  std::string url_;
+};
+
+/// POSTs JSON; returns (status, body).
+std::pair<int, std::string> post_json(const std::string& url,
+                                      const std::string& path,
+                                      const std::string& body,
+                                      const std::string& idempotency_key = {},
+                                      const std::string& content_type =
+                                        "application/json");
+
+/// An order body with one item.
+std::string order_body(const std::string& customer, std::int64_t qty,
+                       std::int64_t price_cents);
+
+/// Reads a string field of a JSON object text.
+std::string json_field(const std::string& json, const std::string& key);
+
+/// Runs a command line and returns (exit code, stdout + stderr).
+std::pair<int, std::string> run_command(const std::string& cmd);
+
+/// Path of the eventforge executable under test.
+std::string eventforge_binary();
+
+} // namespace ef::test
+
+namespace ef::test {
+
+/// A child process whose stdout we read line by line (stderr goes to a log
+/// file). Killed with SIGKILL if still running at destruction.
+class child_process {
+public:
+  child_process(const std::vector<std::string>& argv,
+                const std::string& stderr_path);
+  ~child_process();
+
+  /// Reads stdout until a line starting with `prefix`; returns it (empty on
+  /// EOF or after `limit`).
+  std::string await_line(const std::string& prefix,
+                         std::chrono::milliseconds limit =
+                           std::chrono::seconds(60));
+  void signal(int sig);
+  /// Waits for exit and returns the exit code (128+N for signal N).
+  int wait();
+  pid_t pid() const { return pid_; }
+
+private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  std::string buffer_;
+};
+
+/// Extracts "name=value" from a ready line.
+std::string ready_field(const std::string& line, const std::string& name);
+
+} // namespace ef::test
