@@ -20,17 +20,17 @@ caf::error to_api_error(const persistence::db_error& e, const char* what) {
   using persistence::db_errc;
   spdlog::warn("api: {} failed ({}): {}", what, to_string(e.code()), e.what());
   switch (e.code()) {
-    case db_errc::in_doubt:
-      return make_api_error(api_errc::unavailable,
-                            "database connection lost during commit; the "
-                            "outcome is unknown, retry with the same "
-                            "Idempotency-Key");
-    case db_errc::unavailable:
-    case db_errc::transient:
-      return make_api_error(api_errc::unavailable,
-                            "database unavailable, nothing was written");
-    case db_errc::permanent:
-      break;
+  case db_errc::in_doubt:
+    return make_api_error(api_errc::unavailable,
+                          "database connection lost during commit; the "
+                          "outcome is unknown, retry with the same "
+                          "Idempotency-Key");
+  case db_errc::unavailable:
+  case db_errc::transient:
+    return make_api_error(api_errc::unavailable,
+                          "database unavailable, nothing was written");
+  case db_errc::permanent:
+    break;
   }
   return make_api_error(api_errc::internal, "database rejected the write");
 }
@@ -65,8 +65,7 @@ std::optional<caf::error> validate(const create_order& cmd) {
   return std::nullopt;
 }
 
-caf::result<order_accepted>
-api_worker_state::create(const create_order& cmd) {
+caf::result<order_accepted> api_worker_state::create(const create_order& cmd) {
   if (auto err = validate(cmd))
     return std::move(*err);
   try {
@@ -85,21 +84,19 @@ api_worker_state::create(const create_order& cmd) {
   }
 }
 
-caf::result<cancel_accepted>
-api_worker_state::cancel(const cancel_order& cmd) {
+caf::result<cancel_accepted> api_worker_state::cancel(const cancel_order& cmd) {
   if (!is_uuid(cmd.order_id))
     return make_api_error(api_errc::not_found, "no such order", "order_id");
   try {
     auto r = store->cancel(cmd.order_id, cmd.traceparent);
     switch (r.outcome) {
-      case persistence::cancel_result::not_found:
-        return make_api_error(api_errc::not_found, "no such order",
-                              "order_id");
-      case persistence::cancel_result::already_cancelled:
-        return make_api_error(api_errc::conflict, "order already cancelled",
-                              "order_id");
-      case persistence::cancel_result::cancelled:
-        break;
+    case persistence::cancel_result::not_found:
+      return make_api_error(api_errc::not_found, "no such order", "order_id");
+    case persistence::cancel_result::already_cancelled:
+      return make_api_error(api_errc::conflict, "order already cancelled",
+                            "order_id");
+    case persistence::cancel_result::cancelled:
+      break;
     }
     return cancel_accepted{cmd.order_id, r.event_id};
   } catch (const persistence::db_error& e) {
@@ -126,9 +123,9 @@ caf::behavior api_worker(caf::stateful_actor<api_worker_state>* self,
   // down and answers 503 until it is back.
   self->state.store.emplace(std::move(dsn), shards);
   return {
-    [=](create_order& cmd) { return self->state.create(cmd); },
-    [=](cancel_order& cmd) { return self->state.cancel(cmd); },
-    [=](get_order& cmd) { return self->state.view(cmd); },
+      [=](create_order& cmd) { return self->state.create(cmd); },
+      [=](cancel_order& cmd) { return self->state.cancel(cmd); },
+      [=](get_order& cmd) { return self->state.view(cmd); },
   };
 }
 

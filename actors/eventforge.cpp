@@ -24,11 +24,10 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
   constexpr auto opts = caf::detached + caf::linked;
   std::vector<child_spec> children;
   for (int i = 0; i < cfg.api.workers; ++i)
-    children.push_back({"api", "api-" + std::to_string(i),
-                        [=](caf::event_based_actor* self) {
-                          return self->spawn<opts>(api_worker, dsn,
-                                                   cfg.relay.shards);
-                        }});
+    children.push_back(
+        {"api", "api-" + std::to_string(i), [=](caf::event_based_actor* self) {
+           return self->spawn<opts>(api_worker, dsn, cfg.relay.shards);
+         }});
   for (int s = 0; s < cfg.relay.shards; ++s)
     children.push_back({"relay", "relay-" + std::to_string(s),
                         [=](caf::event_based_actor* self) {
@@ -36,11 +35,11 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                                                    ep.kafka_brokers, s);
                         }});
   for (auto& name : cfg.consumer.enabled)
-    children.push_back({"consumer", "consumer-" + name,
-                        [=](caf::event_based_actor* self) {
-                          return self->spawn<opts>(group_member, cfg, dsn,
-                                                   ep.kafka_brokers, name);
-                        }});
+    children.push_back(
+        {"consumer", "consumer-" + name, [=](caf::event_based_actor* self) {
+           return self->spawn<opts>(group_member, cfg, dsn, ep.kafka_brokers,
+                                    name);
+         }});
   return sys.spawn(supervisor, std::move(children), cfg);
 }
 

@@ -41,7 +41,7 @@ void group_member_state::start_worker(std::int32_t p) {
   auto& slot = owned[p];
   slot = owned_partition{};
   slot.worker = self->spawn<caf::detached + caf::linked>(
-    partition_worker, std::move(args), caf::actor{self});
+      partition_worker, std::move(args), caf::actor{self});
 }
 
 void group_member_state::on_revoked(const std::vector<std::int32_t>& parts) {
@@ -126,9 +126,9 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
                  "committed offset",
                  consumer_name, p, reason);
     if (!restarts->allow())
-      throw std::runtime_error(consumer_name
-                               + ": partition actors exceed the restart "
-                                 "intensity; escalating");
+      throw std::runtime_error(consumer_name +
+                               ": partition actors exceed the restart "
+                               "intensity; escalating");
     // Records handed to the dead actor are gone with its mailbox; rewind to
     // the committed offset and let the broker redeliver them.
     auto committed = consumer->committed(p);
@@ -156,26 +156,26 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
   cbs.assigned = [state](const auto& ps) { state->on_assigned(ps); };
   cbs.revoked = [state](const auto& ps) { state->on_revoked(ps); };
   st.consumer = std::make_unique<kafka::group_consumer>(
-    brokers, "eventforge." + consumer_name, cfg.kafka.topic,
-    cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms,
-    std::move(cbs));
+      brokers, "eventforge." + consumer_name, cfg.kafka.topic,
+      cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms,
+      std::move(cbs));
   self->set_exit_handler([self](caf::exit_msg& em) {
     if (!self->state.on_worker_exit(em))
       self->quit(em.reason); // from our supervisor: shut down
   });
   self->send(self, poll_atom::value);
   return {
-    [=](poll_atom) {
-      self->state.poll_once();
-      self->send(self, poll_atom::value);
-    },
-    [=](record_done& d) { self->state.on_done(d); },
-    [=](children_atom) {
-      std::map<std::string, caf::actor> live;
-      for (auto& [p, slot] : self->state.owned)
-        live.emplace("partition-" + std::to_string(p), slot.worker);
-      return live;
-    },
+      [=](poll_atom) {
+        self->state.poll_once();
+        self->send(self, poll_atom::value);
+      },
+      [=](record_done& d) { self->state.on_done(d); },
+      [=](children_atom) {
+        std::map<std::string, caf::actor> live;
+        for (auto& [p, slot] : self->state.owned)
+          live.emplace("partition-" + std::to_string(p), slot.worker);
+        return live;
+      },
   };
 }
 

@@ -15,8 +15,8 @@ bool partition_worker_state::apply(const partition_record& rec) {
   if (!ev) {
     // Not an event we can ever apply. Until the DLQ exists it is logged and
     // skipped; it changes nothing in the database.
-    spdlog::error("{} p{} offset {}: undecodable record skipped: {}",
-                  consumer, partition, rec.offset, error);
+    spdlog::error("{} p{} offset {}: undecodable record skipped: {}", consumer,
+                  partition, rec.offset, error);
     return true;
   }
   try {
@@ -24,13 +24,11 @@ bool partition_worker_state::apply(const partition_record& rec) {
     if (outcome == persistence::apply_outcome::order_missing) {
       spdlog::warn("{} p{} offset {}: order {} not found for event {}; "
                    "retrying",
-                   consumer, partition, rec.offset, ev->order_id,
-                   ev->event_id);
+                   consumer, partition, rec.offset, ev->order_id, ev->event_id);
       return false;
     }
-    spdlog::debug("{} p{} offset {}: event {} order {} {}", consumer,
-                  partition, rec.offset, ev->event_id, ev->order_id,
-                  to_string(outcome));
+    spdlog::debug("{} p{} offset {}: event {} order {} {}", consumer, partition,
+                  rec.offset, ev->event_id, ev->order_id, to_string(outcome));
     return true;
   } catch (const persistence::db_error& e) {
     spdlog::warn("{} p{} offset {}: event {} not applied ({}): {}", consumer,
@@ -60,8 +58,8 @@ caf::behavior
 partition_worker(caf::stateful_actor<partition_worker_state>* self,
                  partition_worker_args args, caf::actor group_member) {
   auto& st = self->state;
-  st.applier = std::make_unique<persistence::event_applier>(args.dsn,
-                                                            args.consumer);
+  st.applier =
+      std::make_unique<persistence::event_applier>(args.dsn, args.consumer);
   st.group_member = std::move(group_member);
   st.partition = args.partition;
   st.backoff_first = std::chrono::milliseconds(args.backoff_first_ms);
@@ -75,15 +73,15 @@ partition_worker(caf::stateful_actor<partition_worker_state>* self,
     }
   };
   return {
-    [=](partition_record& rec) {
-      self->state.pending.push_back(std::move(rec));
-      if (!self->state.waiting_for_retry)
+      [=](partition_record& rec) {
+        self->state.pending.push_back(std::move(rec));
+        if (!self->state.waiting_for_retry)
+          step();
+      },
+      [=](retry_atom) {
+        self->state.waiting_for_retry = false;
         step();
-    },
-    [=](retry_atom) {
-      self->state.waiting_for_retry = false;
-      step();
-    },
+      },
   };
 }
 

@@ -30,8 +30,8 @@ std::chrono::milliseconds relay_shard_state::round() {
   auto now = std::chrono::steady_clock::now();
   if (!notified && now < next_query) {
     auto wait = std::min<std::chrono::milliseconds>(
-      listen_slice,
-      std::chrono::duration_cast<std::chrono::milliseconds>(next_query - now));
+        listen_slice, std::chrono::duration_cast<std::chrono::milliseconds>(
+                          next_query - now));
     notified = store->await_notify(static_cast<int>(wait.count()));
     return 0ms;
   }
@@ -51,7 +51,7 @@ std::chrono::milliseconds relay_shard_state::round() {
 }
 
 bool relay_shard_state::publish(
-  const std::vector<persistence::outbox_row>& rows) {
+    const std::vector<persistence::outbox_row>& rows) {
   std::vector<order_event> events;
   events.reserve(rows.size());
   for (auto& r : rows)
@@ -66,8 +66,8 @@ bool relay_shard_state::publish(
       // relay so it restarts and republishes from the first unsent row.
       if (!failed.empty())
         throw std::runtime_error(
-          "relay " + std::to_string(shard) + ": delivery gap after seq "
-          + std::to_string(failed.front()) + " (" + first_error + ")");
+            "relay " + std::to_string(shard) + ": delivery gap after seq " +
+            std::to_string(failed.front()) + " (" + first_error + ")");
       acked.push_back(rows[i].seq);
       spdlog::debug("relay {}: acked seq {} event {} order {}", shard,
                     rows[i].seq, rows[i].event.event_id,
@@ -97,17 +97,17 @@ caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
   // Everything is rebuilt from durable state: the unsent rows of the shard.
   st.store = std::make_unique<persistence::outbox_store>(dsn, shard);
   st.producer = std::make_unique<kafka::outbox_producer>(
-    brokers, cfg.kafka.topic, cfg.kafka.delivery_timeout_ms,
-    "eventforge-relay-" + std::to_string(shard));
+      brokers, cfg.kafka.topic, cfg.kafka.delivery_timeout_ms,
+      "eventforge-relay-" + std::to_string(shard));
   self->send(self, poll_atom::value);
   return {
-    [=](poll_atom) {
-      auto delay = self->state.round();
-      if (delay.count() == 0)
-        self->send(self, poll_atom::value);
-      else
-        self->delayed_send(self, delay, poll_atom::value);
-    },
+      [=](poll_atom) {
+        auto delay = self->state.round();
+        if (delay.count() == 0)
+          self->send(self, poll_atom::value);
+        else
+          self->delayed_send(self, delay, poll_atom::value);
+      },
   };
 }
 

@@ -12,7 +12,7 @@ public:
   using clock = std::chrono::steady_clock;
 
   restart_policy(int max_restarts, std::chrono::seconds window)
-    : max_(max_restarts), window_(window) {
+      : max_(max_restarts), window_(window) {
     // nop
   }
 

@@ -25,19 +25,19 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
       return true;
     }
     ++restart_counts[c.spec.kind];
-    spdlog::warn("supervisor: {} crashed ({}); restarting",
-                 c.spec.name, to_string(em.reason));
+    spdlog::warn("supervisor: {} crashed ({}); restarting", c.spec.name,
+                 to_string(em.reason));
     if (!restarts->allow())
-      throw std::runtime_error("restart intensity exceeded after "
-                               + c.spec.name + " crashed: "
-                               + to_string(em.reason));
+      throw std::runtime_error("restart intensity exceeded after " +
+                               c.spec.name +
+                               " crashed: " + to_string(em.reason));
     // Exponential backoff per child, so a dependency outage (database down)
     // does not spin a core or burn the restart intensity at once.
     if (std::chrono::steady_clock::now() - c.started > std::chrono::seconds(10))
       c.consecutive_crashes = 0;
     auto delay = std::min<std::chrono::milliseconds>(
-      backoff * (1 << std::min(c.consecutive_crashes++, 7)),
-      std::chrono::seconds(5));
+        backoff * (1 << std::min(c.consecutive_crashes++, 7)),
+        std::chrono::seconds(5));
     self->delayed_send(self, delay, restart_atom::value,
                        static_cast<std::uint64_t>(i));
     return true;
@@ -79,24 +79,24 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
     return self->delegate(worker, std::move(cmd));
   };
   return {
-    [=](create_order& cmd) { return route(cmd); },
-    [=](cancel_order& cmd) { return route(cmd); },
-    [=](get_order& cmd) { return route(cmd); },
-    [=](restart_atom, std::uint64_t index) {
-      auto& c = self->state.children[index];
-      if (!c.current) {
-        spdlog::info("supervisor: starting {} again", c.spec.name);
-        self->state.start(index);
-      }
-    },
-    [=](stats_atom) { return self->state.restart_counts; },
-    [=](children_atom) {
-      std::map<std::string, caf::actor> live;
-      for (auto& c : self->state.children)
-        if (c.current)
-          live.emplace(c.spec.name, c.current);
-      return live;
-    },
+      [=](create_order& cmd) { return route(cmd); },
+      [=](cancel_order& cmd) { return route(cmd); },
+      [=](get_order& cmd) { return route(cmd); },
+      [=](restart_atom, std::uint64_t index) {
+        auto& c = self->state.children[index];
+        if (!c.current) {
+          spdlog::info("supervisor: starting {} again", c.spec.name);
+          self->state.start(index);
+        }
+      },
+      [=](stats_atom) { return self->state.restart_counts; },
+      [=](children_atom) {
+        std::map<std::string, caf::actor> live;
+        for (auto& c : self->state.children)
+          if (c.current)
+            live.emplace(c.spec.name, c.current);
+        return live;
+      },
   };
 }
 

@@ -5,19 +5,20 @@
 namespace ef::app {
 
 config_options::config_options(CLI::App& sub)
-  : cli_values_(std::make_shared<config::raw_values>()) {
+    : cli_values_(std::make_shared<config::raw_values>()) {
   sub.add_option("--config-file", config_file_,
                  "INI file with [section] key=value settings");
   for (auto& opt : config::options()) {
     config::settings defaults;
     auto values = cli_values_;
     auto key = opt.key;
-    sub
-      .add_option_function<std::string>(
-        "--" + opt.key,
-        [values, key](const std::string& v) { values->emplace_back(key, v); },
-        opt.description + " (default: \"" + opt.render(defaults) + "\")")
-      ->group("Configuration");
+    sub.add_option_function<std::string>(
+           "--" + opt.key,
+           [values, key](const std::string& v) {
+             values->emplace_back(key, v);
+           },
+           opt.description + " (default: \"" + opt.render(defaults) + "\")")
+        ->group("Configuration");
   }
 }
 

@@ -54,9 +54,8 @@ std::int64_t require_int(const json& obj, const char* key,
     throw bad_request{400, "is required", field};
   if (!i->is_number_integer())
     throw bad_request{400, "must be an integer", field};
-  if (i->is_number_unsigned()
-      && i->get<std::uint64_t>()
-           > static_cast<std::uint64_t>(INT64_MAX))
+  if (i->is_number_unsigned() &&
+      i->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
     throw bad_request{400, "is out of range", field};
   return i->get<std::int64_t>();
 }
@@ -107,10 +106,10 @@ create_order parse_create(const httplib::Request& req) {
     auto field = "items[" + std::to_string(i) + "]";
     if (!item.is_object())
       throw bad_request{400, "must be an object", field};
-    cmd.items.push_back({require_string(item, "sku", field + ".sku"),
-                         require_int(item, "qty", field + ".qty"),
-                         require_int(item, "price_cents",
-                                     field + ".price_cents")});
+    cmd.items.push_back(
+        {require_string(item, "sku", field + ".sku"),
+         require_int(item, "qty", field + ".qty"),
+         require_int(item, "price_cents", field + ".price_cents")});
   }
   cmd.idempotency_key = req.get_header_value("Idempotency-Key");
   cmd.request_fingerprint = fingerprint(body);
@@ -127,9 +126,9 @@ bool is_hex(const std::string& s, size_t from, size_t n) {
 /// Continues the caller's W3C trace context, or starts a new trace.
 std::string traceparent_of(const httplib::Request& req) {
   auto tp = req.get_header_value("traceparent");
-  if (tp.size() == 55 && tp[2] == '-' && tp[35] == '-' && tp[52] == '-'
-      && is_hex(tp, 0, 2) && is_hex(tp, 3, 32) && is_hex(tp, 36, 16)
-      && is_hex(tp, 53, 2))
+  if (tp.size() == 55 && tp[2] == '-' && tp[35] == '-' && tp[52] == '-' &&
+      is_hex(tp, 0, 2) && is_hex(tp, 3, 32) && is_hex(tp, 36, 16) &&
+      is_hex(tp, 53, 2))
     return tp;
   thread_local std::mt19937_64 rng{std::random_device{}()};
   char buf[56];
@@ -155,21 +154,21 @@ void send_caf_error(httplib::Response& res, const caf::error& err) {
   }
   int status = 500;
   switch (static_cast<api_errc>(err.code())) {
-    case api_errc::invalid:
-      status = 400;
-      break;
-    case api_errc::not_found:
-      status = 404;
-      break;
-    case api_errc::conflict:
-      status = 409;
-      break;
-    case api_errc::unavailable:
-      status = 503;
-      break;
-    case api_errc::internal:
-      status = 500;
-      break;
+  case api_errc::invalid:
+    status = 400;
+    break;
+  case api_errc::not_found:
+    status = 404;
+    break;
+  case api_errc::conflict:
+    status = 409;
+    break;
+  case api_errc::unavailable:
+    status = 503;
+    break;
+  case api_errc::internal:
+    status = 500;
+    break;
   }
   send_error(res, status, message, field);
 }
@@ -185,7 +184,7 @@ struct http_frontend::impl {
   int port = 0;
 
   impl(caf::actor_system& s, caf::actor r, const config::settings& c)
-    : sys(s), root(std::move(r)), cfg(c) {
+      : sys(s), root(std::move(r)), cfg(c) {
     // nop
   }
 
@@ -193,72 +192,68 @@ struct http_frontend::impl {
   template <class Reply, class Command, class OnReply>
   void ask(httplib::Response& res, Command cmd, OnReply on_reply) {
     caf::scoped_actor self{sys};
-    self
-      ->request(root, std::chrono::milliseconds(cfg.http.request_timeout_ms),
-                std::move(cmd))
-      .receive([&](Reply& reply) { on_reply(reply); },
-               [&](caf::error& err) { send_caf_error(res, err); });
+    self->request(root, std::chrono::milliseconds(cfg.http.request_timeout_ms),
+                  std::move(cmd))
+        .receive([&](Reply& reply) { on_reply(reply); },
+                 [&](caf::error& err) { send_caf_error(res, err); });
   }
 
   void routes() {
-    server.Post("/orders", [this](const httplib::Request& req,
-                                  httplib::Response& res) {
-      create_order cmd;
-      try {
-        cmd = parse_create(req);
-      } catch (const bad_request& e) {
-        return send_error(res, e.status, e.message, e.field);
-      }
-      cmd.traceparent = traceparent_of(req);
-      ask<order_accepted>(res, std::move(cmd), [&](order_accepted& r) {
-        if (r.replayed)
-          res.set_header("Idempotent-Replayed", "true");
-        send_json(res, 201,
-                  {{"order_id", r.order_id},
-                   {"event_id", r.event_id},
-                   {"status", r.status}});
+    server.Post(
+        "/orders", [this](const httplib::Request& req, httplib::Response& res) {
+          create_order cmd;
+          try {
+            cmd = parse_create(req);
+          } catch (const bad_request& e) {
+            return send_error(res, e.status, e.message, e.field);
+          }
+          cmd.traceparent = traceparent_of(req);
+          ask<order_accepted>(res, std::move(cmd), [&](order_accepted& r) {
+            if (r.replayed)
+              res.set_header("Idempotent-Replayed", "true");
+            send_json(res, 201,
+                      {{"order_id", r.order_id},
+                       {"event_id", r.event_id},
+                       {"status", r.status}});
+          });
+        });
+    server.Post(R"(/orders/([^/]+)/cancel)", [this](const httplib::Request& req,
+                                                    httplib::Response& res) {
+      cancel_order cmd{req.matches[1], traceparent_of(req)};
+      ask<cancel_accepted>(res, std::move(cmd), [&](cancel_accepted& r) {
+        send_json(res, 202,
+                  {{"order_id", r.order_id}, {"event_id", r.event_id}});
       });
     });
-    server.Post(R"(/orders/([^/]+)/cancel)",
-                [this](const httplib::Request& req, httplib::Response& res) {
-                  cancel_order cmd{req.matches[1], traceparent_of(req)};
-                  ask<cancel_accepted>(res, std::move(cmd),
-                                       [&](cancel_accepted& r) {
-                                         send_json(res, 202,
-                                                   {{"order_id", r.order_id},
-                                                    {"event_id", r.event_id}});
-                                       });
-                });
-    server.Get(R"(/orders/([^/]+))",
-               [this](const httplib::Request& req, httplib::Response& res) {
-                 ask<order_view>(res, get_order{req.matches[1]},
-                                 [&](order_view& v) {
-                                   res.status = 200;
-                                   res.set_content(v.json, "application/json");
-                                 });
-               });
+    server.Get(R"(/orders/([^/]+))", [this](const httplib::Request& req,
+                                            httplib::Response& res) {
+      ask<order_view>(res, get_order{req.matches[1]}, [&](order_view& v) {
+        res.status = 200;
+        res.set_content(v.json, "application/json");
+      });
+    });
     server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       send_json(res, 200, {{"status", "ok"}});
     });
     // Errors produced by httplib itself (404 route, 413 body) get the same
     // JSON shape as ours.
     server.set_error_handler(
-      [](const httplib::Request&, httplib::Response& res) {
-        if (!res.body.empty())
-          return;
-        if (res.status == 413)
-          send_error(res, 413, "request body too large", "body");
-        else if (res.status == 404)
-          send_error(res, 404, "no such route");
-        else
-          send_error(res, res.status, "request failed");
-      });
+        [](const httplib::Request&, httplib::Response& res) {
+          if (!res.body.empty())
+            return;
+          if (res.status == 413)
+            send_error(res, 413, "request body too large", "body");
+          else if (res.status == 404)
+            send_error(res, 404, "no such route");
+          else
+            send_error(res, res.status, "request failed");
+        });
   }
 };
 
 http_frontend::http_frontend(caf::actor_system& sys, caf::actor root,
                              const config::settings& cfg)
-  : impl_(std::make_unique<impl>(sys, std::move(root), cfg)) {
+    : impl_(std::make_unique<impl>(sys, std::move(root), cfg)) {
   // nop
 }
 
@@ -270,8 +265,7 @@ int http_frontend::start() {
   auto& s = impl_->server;
   auto threads = impl_->cfg.http.threads;
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.set_payload_max_length(
-    static_cast<size_t>(impl_->cfg.http.max_body_bytes));
+  s.set_payload_max_length(static_cast<size_t>(impl_->cfg.http.max_body_bytes));
   s.set_keep_alive_max_count(1000);
   s.set_keep_alive_timeout(2);
   impl_->routes();
@@ -282,8 +276,8 @@ int http_frontend::start() {
   else if (!s.bind_to_port(host, port))
     port = -1;
   if (port <= 0)
-    throw std::runtime_error("cannot bind HTTP to " + host + ":"
-                             + std::to_string(impl_->cfg.http.port));
+    throw std::runtime_error("cannot bind HTTP to " + host + ":" +
+                             std::to_string(impl_->cfg.http.port));
   impl_->port = port;
   impl_->thread = std::thread([this] { impl_->server.listen_after_bind(); });
   return port;

@@ -59,8 +59,8 @@ bool parse_value(const std::string& raw, std::string& out, std::string& err) {
   }
   bool numeric = !token.empty();
   for (size_t i = 0; i < token.size(); ++i)
-    if (!(std::isdigit(static_cast<unsigned char>(token[i]))
-          || (i == 0 && (token[i] == '-' || token[i] == '+'))))
+    if (!(std::isdigit(static_cast<unsigned char>(token[i])) ||
+          (i == 0 && (token[i] == '-' || token[i] == '+'))))
       numeric = false;
   if (!numeric) {
     err = "strings must be double-quoted, got " + token;

@@ -26,8 +26,8 @@ std::optional<std::string> parse_int(const std::string& text, std::int64_t lo,
   if (errno != 0 || end == text.c_str() || *end != '\0')
     return "expected an integer, got \"" + text + "\"";
   if (v < lo || v > hi)
-    return "must be between " + std::to_string(lo) + " and "
-           + std::to_string(hi) + ", got " + text;
+    return "must be between " + std::to_string(lo) + " and " +
+           std::to_string(hi) + ", got " + text;
   out = v;
   return std::nullopt;
 }
@@ -82,8 +82,8 @@ std::optional<std::string> log_level(const std::string& v) {
                                             "warn",  "error", "off"};
   if (levels.count(v) == 0)
     return std::optional<std::string>{
-      "must be one of trace, debug, info, warn, error, off; got \"" + v
-      + "\""};
+        "must be one of trace, debug, info, warn, error, off; got \"" + v +
+        "\""};
   return std::nullopt;
 }
 
@@ -91,10 +91,10 @@ std::optional<std::string> topic_name(const std::string& v) {
   if (v.empty() || v.size() > 249)
     return std::optional<std::string>{"must be 1 to 249 characters"};
   for (char c : v)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_'
-          || c == '-'))
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+          c == '-'))
       return std::optional<std::string>{
-        "may contain only [a-zA-Z0-9._-], got \"" + v + "\""};
+          "may contain only [a-zA-Z0-9._-], got \"" + v + "\""};
   return std::nullopt;
 }
 
@@ -111,12 +111,12 @@ option consumers_opt() {
       if (name.empty())
         continue;
       if (known.count(name) == 0)
-        return std::optional<std::string>{"unknown consumer \"" + name
-                                          + "\" (known: fulfillment, "
-                                            "billing)"};
+        return std::optional<std::string>{"unknown consumer \"" + name +
+                                          "\" (known: fulfillment, "
+                                          "billing)"};
       if (std::find(names.begin(), names.end(), name) != names.end())
-        return std::optional<std::string>{"consumer \"" + name
-                                          + "\" listed twice"};
+        return std::optional<std::string>{"consumer \"" + name +
+                                          "\" listed twice"};
       names.push_back(name);
     }
     s.consumer.enabled = std::move(names);
@@ -137,115 +137,119 @@ std::vector<option> make_options() {
   std::vector<option> v;
   // -- http ----------------------------------------------------------------
   v.push_back(str_opt(
-    "http.host", [](settings& s) -> std::string& { return s.http.host; },
-    non_empty, "address the HTTP API binds to"));
+      "http.host", [](settings& s) -> std::string& { return s.http.host; },
+      non_empty, "address the HTTP API binds to"));
   v.push_back(int_opt<int>(
-    "http.port", [](settings& s) -> int& { return s.http.port; }, 0, 65535,
-    "HTTP API port; 0 picks a free port (printed in the ready line)"));
+      "http.port", [](settings& s) -> int& { return s.http.port; }, 0, 65535,
+      "HTTP API port; 0 picks a free port (printed in the ready line)"));
   v.push_back(int_opt<std::int64_t>(
-    "http.max-body-bytes",
-    [](settings& s) -> std::int64_t& { return s.http.max_body_bytes; }, 1,
-    64 * 1024 * 1024, "largest accepted request body; larger gets 413"));
+      "http.max-body-bytes",
+      [](settings& s) -> std::int64_t& { return s.http.max_body_bytes; }, 1,
+      64 * 1024 * 1024, "largest accepted request body; larger gets 413"));
   v.push_back(int_opt<int>(
-    "http.threads", [](settings& s) -> int& { return s.http.threads; }, 1,
-    256, "HTTP worker threads (each keep-alive connection pins one)"));
+      "http.threads", [](settings& s) -> int& { return s.http.threads; }, 1,
+      256, "HTTP worker threads (each keep-alive connection pins one)"));
   v.push_back(int_opt<int>(
-    "http.request-timeout-ms",
-    [](settings& s) -> int& { return s.http.request_timeout_ms; }, 100,
-    600000, "how long a request waits for the API actor before 503"));
+      "http.request-timeout-ms",
+      [](settings& s) -> int& { return s.http.request_timeout_ms; }, 100,
+      600000, "how long a request waits for the API actor before 503"));
   // -- database ------------------------------------------------------------
   v.push_back(str_opt(
-    "database.url", [](settings& s) -> std::string& { return s.database.url; },
-    nullptr,
-    "libpq connection string; empty starts a private PostgreSQL cluster"));
+      "database.url",
+      [](settings& s) -> std::string& { return s.database.url; }, nullptr,
+      "libpq connection string; empty starts a private PostgreSQL cluster"));
   v.push_back(str_opt(
-    "database.data-dir",
-    [](settings& s) -> std::string& { return s.database.data_dir; }, non_empty,
-    "data directory of the private cluster (used when database.url is "
-    "empty)"));
+      "database.data-dir",
+      [](settings& s) -> std::string& { return s.database.data_dir; },
+      non_empty,
+      "data directory of the private cluster (used when database.url is "
+      "empty)"));
   v.push_back(str_opt(
-    "database.pg-bin-dir",
-    [](settings& s) -> std::string& { return s.database.pg_bin_dir; },
-    non_empty, "where initdb and postgres live (private cluster only)"));
+      "database.pg-bin-dir",
+      [](settings& s) -> std::string& { return s.database.pg_bin_dir; },
+      non_empty, "where initdb and postgres live (private cluster only)"));
   v.push_back(int_opt<int>(
-    "database.port", [](settings& s) -> int& { return s.database.port; }, 0,
-    65535, "port of the private cluster; 0 picks a free one"));
+      "database.port", [](settings& s) -> int& { return s.database.port; }, 0,
+      65535, "port of the private cluster; 0 picks a free one"));
   v.push_back(int_opt<int>(
-    "database.connect-timeout-s",
-    [](settings& s) -> int& { return s.database.connect_timeout_s; }, 1, 600,
-    "libpq connect_timeout, bounds how long an outage blocks a request"));
+      "database.connect-timeout-s",
+      [](settings& s) -> int& { return s.database.connect_timeout_s; }, 1, 600,
+      "libpq connect_timeout, bounds how long an outage blocks a request"));
   // -- kafka ---------------------------------------------------------------
   v.push_back(str_opt(
-    "kafka.brokers", [](settings& s) -> std::string& { return s.kafka.brokers; },
-    nullptr, "bootstrap servers; empty starts an in-process broker"));
+      "kafka.brokers",
+      [](settings& s) -> std::string& { return s.kafka.brokers; }, nullptr,
+      "bootstrap servers; empty starts an in-process broker"));
   v.push_back(str_opt(
-    "kafka.topic", [](settings& s) -> std::string& { return s.kafka.topic; },
-    topic_name, "topic the order events are published to"));
+      "kafka.topic", [](settings& s) -> std::string& { return s.kafka.topic; },
+      topic_name, "topic the order events are published to"));
   v.push_back(int_opt<int>(
-    "kafka.partitions", [](settings& s) -> int& { return s.kafka.partitions; },
-    1, 1000, "partitions of the topic created by the in-process broker"));
+      "kafka.partitions",
+      [](settings& s) -> int& { return s.kafka.partitions; }, 1, 1000,
+      "partitions of the topic created by the in-process broker"));
   v.push_back(int_opt<int>(
-    "kafka.embedded-brokers",
-    [](settings& s) -> int& { return s.kafka.embedded_brokers; }, 1, 10,
-    "brokers in the in-process cluster"));
+      "kafka.embedded-brokers",
+      [](settings& s) -> int& { return s.kafka.embedded_brokers; }, 1, 10,
+      "brokers in the in-process cluster"));
   v.push_back(int_opt<int>(
-    "kafka.session-timeout-ms",
-    [](settings& s) -> int& { return s.kafka.session_timeout_ms; }, 1000,
-    300000, "consumer group session timeout (also paces rebalances)"));
+      "kafka.session-timeout-ms",
+      [](settings& s) -> int& { return s.kafka.session_timeout_ms; }, 1000,
+      300000, "consumer group session timeout (also paces rebalances)"));
   v.push_back(int_opt<int>(
-    "kafka.delivery-timeout-ms",
-    [](settings& s) -> int& { return s.kafka.delivery_timeout_ms; }, 1000,
-    max_int, "producer message.timeout.ms: when an unacked send fails"));
+      "kafka.delivery-timeout-ms",
+      [](settings& s) -> int& { return s.kafka.delivery_timeout_ms; }, 1000,
+      max_int, "producer message.timeout.ms: when an unacked send fails"));
   v.push_back(int_opt<int>(
-    "kafka.fetch-wait-max-ms",
-    [](settings& s) -> int& { return s.kafka.fetch_wait_max_ms; }, 1, 60000,
-    "longest a fetch waits for new records (consumer latency floor)"));
+      "kafka.fetch-wait-max-ms",
+      [](settings& s) -> int& { return s.kafka.fetch_wait_max_ms; }, 1, 60000,
+      "longest a fetch waits for new records (consumer latency floor)"));
   // -- api -----------------------------------------------------------------
   v.push_back(int_opt<int>(
-    "api.workers", [](settings& s) -> int& { return s.api.workers; }, 1, 64,
-    "API actors, each with its own database connection"));
+      "api.workers", [](settings& s) -> int& { return s.api.workers; }, 1, 64,
+      "API actors, each with its own database connection"));
   // -- relay ---------------------------------------------------------------
   v.push_back(int_opt<int>(
-    "relay.shards", [](settings& s) -> int& { return s.relay.shards; }, 1,
-    1024, "outbox shards; one relay actor per shard, owned cluster-wide"));
+      "relay.shards", [](settings& s) -> int& { return s.relay.shards; }, 1,
+      1024, "outbox shards; one relay actor per shard, owned cluster-wide"));
   v.push_back(int_opt<int>(
-    "relay.batch-size", [](settings& s) -> int& { return s.relay.batch_size; },
-    1, 100000, "unsent rows claimed and published per round"));
+      "relay.batch-size",
+      [](settings& s) -> int& { return s.relay.batch_size; }, 1, 100000,
+      "unsent rows claimed and published per round"));
   v.push_back(int_opt<int>(
-    "relay.poll-interval-ms",
-    [](settings& s) -> int& { return s.relay.poll_interval_ms; }, 10, 3600000,
-    "fallback poll when no NOTIFY arrives"));
+      "relay.poll-interval-ms",
+      [](settings& s) -> int& { return s.relay.poll_interval_ms; }, 10, 3600000,
+      "fallback poll when no NOTIFY arrives"));
   // -- consumer ------------------------------------------------------------
   v.push_back(consumers_opt());
   v.push_back(int_opt<int>(
-    "consumer.max-in-flight",
-    [](settings& s) -> int& { return s.consumer.max_in_flight; }, 1, 100000,
-    "records handed to a partition actor before its partition is paused"));
+      "consumer.max-in-flight",
+      [](settings& s) -> int& { return s.consumer.max_in_flight; }, 1, 100000,
+      "records handed to a partition actor before its partition is paused"));
   v.push_back(int_opt<int>(
-    "consumer.retry-backoff-ms",
-    [](settings& s) -> int& { return s.consumer.retry_backoff_ms; }, 1, 60000,
-    "first delay before retrying a record that could not be applied yet"));
+      "consumer.retry-backoff-ms",
+      [](settings& s) -> int& { return s.consumer.retry_backoff_ms; }, 1, 60000,
+      "first delay before retrying a record that could not be applied yet"));
   v.push_back(int_opt<int>(
-    "consumer.retry-backoff-max-ms",
-    [](settings& s) -> int& { return s.consumer.retry_backoff_max_ms; }, 1,
-    3600000, "largest delay between retries of one record"));
+      "consumer.retry-backoff-max-ms",
+      [](settings& s) -> int& { return s.consumer.retry_backoff_max_ms; }, 1,
+      3600000, "largest delay between retries of one record"));
   // -- supervisor ----------------------------------------------------------
   v.push_back(int_opt<int>(
-    "supervisor.max-restarts",
-    [](settings& s) -> int& { return s.supervisor.max_restarts; }, 0, 1000000,
-    "restarts allowed within supervisor.restart-window-s before escalating"));
+      "supervisor.max-restarts",
+      [](settings& s) -> int& { return s.supervisor.max_restarts; }, 0, 1000000,
+      "restarts allowed within supervisor.restart-window-s before escalating"));
   v.push_back(int_opt<int>(
-    "supervisor.restart-window-s",
-    [](settings& s) -> int& { return s.supervisor.restart_window_s; }, 1,
-    86400, "window for supervisor.max-restarts"));
+      "supervisor.restart-window-s",
+      [](settings& s) -> int& { return s.supervisor.restart_window_s; }, 1,
+      86400, "window for supervisor.max-restarts"));
   v.push_back(int_opt<int>(
-    "supervisor.restart-backoff-ms",
-    [](settings& s) -> int& { return s.supervisor.restart_backoff_ms; }, 0,
-    60000, "delay before a crashed actor is started again"));
+      "supervisor.restart-backoff-ms",
+      [](settings& s) -> int& { return s.supervisor.restart_backoff_ms; }, 0,
+      60000, "delay before a crashed actor is started again"));
   // -- log -----------------------------------------------------------------
   v.push_back(str_opt(
-    "log.level", [](settings& s) -> std::string& { return s.log.level; },
-    log_level, "trace, debug, info, warn, error or off"));
+      "log.level", [](settings& s) -> std::string& { return s.log.level; },
+      log_level, "trace, debug, info, warn, error or off"));
   return v;
 }
 

@@ -15,7 +15,7 @@ struct embedded_broker::impl {
 
 embedded_broker::embedded_broker(int brokers,
                                  const std::vector<topic_spec>& topics)
-  : impl_(std::make_unique<impl>()) {
+    : impl_(std::make_unique<impl>()) {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "log.connection.close", "false", err, sizeof(err));
@@ -34,8 +34,8 @@ embedded_broker::embedded_broker(int brokers,
     auto rc = rd_kafka_mock_topic_create(impl_->mc, t.name.c_str(),
                                          t.partitions, replication);
     if (rc != RD_KAFKA_RESP_ERR_NO_ERROR)
-      throw std::runtime_error("embedded broker: cannot create topic "
-                               + t.name + ": " + rd_kafka_err2str(rc));
+      throw std::runtime_error("embedded broker: cannot create topic " +
+                               t.name + ": " + rd_kafka_err2str(rc));
   }
 }
 

@@ -40,8 +40,8 @@ std::optional<order_event> decode_value(const std::string& value,
     error = "event_id and order_id must be UUIDs";
     return std::nullopt;
   }
-  if (ev.event_type != order_created_type
-      && ev.event_type != order_cancelled_type) {
+  if (ev.event_type != order_created_type &&
+      ev.event_type != order_cancelled_type) {
     error = "unknown event_type \"" + ev.event_type + "\"";
     return std::nullopt;
   }

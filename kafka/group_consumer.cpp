@@ -54,35 +54,34 @@ struct group_consumer::impl {
 
 group_consumer::group_consumer(const std::string& brokers,
                                const std::string& group,
-                               const std::string& topic,
-                               int session_timeout_ms,
+                               const std::string& topic, int session_timeout_ms,
                                int fetch_wait_max_ms, callbacks cbs)
-  : impl_(std::make_unique<impl>()) {
+    : impl_(std::make_unique<impl>()) {
   impl_->topic = topic;
   impl_->rebalance = std::make_unique<rebalancer>(std::move(cbs));
   auto conf = make_conf(
-    {{"bootstrap.servers", brokers},
-     {"group.id", group},
-     {"enable.auto.commit", "false"},
-     {"enable.auto.offset.store", "false"},
-     {"auto.offset.reset", "earliest"},
-     {"enable.partition.eof", "false"},
-     {"partition.assignment.strategy", "range"},
-     {"log.connection.close", "false"},
-     {"session.timeout.ms", std::to_string(session_timeout_ms)},
-     {"fetch.wait.max.ms", std::to_string(fetch_wait_max_ms)},
-     {"heartbeat.interval.ms", std::to_string(session_timeout_ms / 4)}});
+      {{"bootstrap.servers", brokers},
+       {"group.id", group},
+       {"enable.auto.commit", "false"},
+       {"enable.auto.offset.store", "false"},
+       {"auto.offset.reset", "earliest"},
+       {"enable.partition.eof", "false"},
+       {"partition.assignment.strategy", "range"},
+       {"log.connection.close", "false"},
+       {"session.timeout.ms", std::to_string(session_timeout_ms)},
+       {"fetch.wait.max.ms", std::to_string(fetch_wait_max_ms)},
+       {"heartbeat.interval.ms", std::to_string(session_timeout_ms / 4)}});
   std::string err;
-  if (conf->set("rebalance_cb", impl_->rebalance.get(), err)
-      != RdKafka::Conf::CONF_OK)
+  if (conf->set("rebalance_cb", impl_->rebalance.get(), err) !=
+      RdKafka::Conf::CONF_OK)
     throw std::runtime_error("kafka rebalance_cb: " + err);
   impl_->consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
   if (!impl_->consumer)
     throw std::runtime_error("cannot create kafka consumer: " + err);
   auto rc = impl_->consumer->subscribe({topic});
   if (rc != RdKafka::ERR_NO_ERROR)
-    throw std::runtime_error("cannot subscribe to " + topic + ": "
-                             + RdKafka::err2str(rc));
+    throw std::runtime_error("cannot subscribe to " + topic + ": " +
+                             RdKafka::err2str(rc));
 }
 
 group_consumer::~group_consumer() {
@@ -94,31 +93,31 @@ std::optional<partition_record> group_consumer::poll(int timeout_ms) {
   if (!m)
     return std::nullopt;
   switch (m->err()) {
-    case RdKafka::ERR_NO_ERROR: {
-      partition_record r;
-      r.partition = m->partition();
-      r.offset = m->offset();
-      if (m->key())
-        r.key = *m->key();
-      r.value.assign(static_cast<const char*>(m->payload()), m->len());
-      if (auto* h = m->headers()) {
-        auto v = h->get_last("event_id");
-        if (v.err() == RdKafka::ERR_NO_ERROR && v.value() != nullptr)
-          r.event_id_header.assign(static_cast<const char*>(v.value()),
-                                   v.value_size());
-      }
-      return r;
+  case RdKafka::ERR_NO_ERROR: {
+    partition_record r;
+    r.partition = m->partition();
+    r.offset = m->offset();
+    if (m->key())
+      r.key = *m->key();
+    r.value.assign(static_cast<const char*>(m->payload()), m->len());
+    if (auto* h = m->headers()) {
+      auto v = h->get_last("event_id");
+      if (v.err() == RdKafka::ERR_NO_ERROR && v.value() != nullptr)
+        r.event_id_header.assign(static_cast<const char*>(v.value()),
+                                 v.value_size());
     }
-    case RdKafka::ERR__TIMED_OUT:
-      return std::nullopt;
-    default:
-      spdlog::warn("consumer {}: {}", impl_->topic, m->errstr());
-      return std::nullopt;
+    return r;
+  }
+  case RdKafka::ERR__TIMED_OUT:
+    return std::nullopt;
+  default:
+    spdlog::warn("consumer {}: {}", impl_->topic, m->errstr());
+    return std::nullopt;
   }
 }
 
 std::string group_consumer::commit(
-  const std::vector<std::pair<std::int32_t, std::int64_t>>& next_offsets) {
+    const std::vector<std::pair<std::int32_t, std::int64_t>>& next_offsets) {
   tp_list l;
   for (auto& [p, o] : next_offsets)
     l.v.push_back(RdKafka::TopicPartition::create(impl_->topic, p, o));
@@ -131,29 +130,27 @@ std::string group_consumer::commit(
   return {};
 }
 
-std::int64_t group_consumer::committed(std::int32_t partition,
-                                       int timeout_ms) {
+std::int64_t group_consumer::committed(std::int32_t partition, int timeout_ms) {
   tp_list l;
   l.v.push_back(RdKafka::TopicPartition::create(impl_->topic, partition));
   auto rc = impl_->consumer->committed(l.v, timeout_ms);
   if (rc != RdKafka::ERR_NO_ERROR)
-    throw std::runtime_error("cannot read committed offset of partition "
-                             + std::to_string(partition) + ": "
-                             + RdKafka::err2str(rc));
+    throw std::runtime_error("cannot read committed offset of partition " +
+                             std::to_string(partition) + ": " +
+                             RdKafka::err2str(rc));
   auto off = l.v[0]->offset();
   return off < 0 ? -1 : off;
 }
 
 void group_consumer::seek(std::int32_t partition, std::int64_t offset) {
-  std::unique_ptr<RdKafka::TopicPartition> tp(
-    RdKafka::TopicPartition::create(impl_->topic, partition,
-                                    offset < 0 ? RdKafka::Topic::OFFSET_BEGINNING
-                                               : offset));
+  std::unique_ptr<RdKafka::TopicPartition> tp(RdKafka::TopicPartition::create(
+      impl_->topic, partition,
+      offset < 0 ? RdKafka::Topic::OFFSET_BEGINNING : offset));
   auto rc = impl_->consumer->seek(*tp, 5000);
   if (rc != RdKafka::ERR_NO_ERROR)
-    throw std::runtime_error("cannot seek partition "
-                             + std::to_string(partition) + ": "
-                             + RdKafka::err2str(rc));
+    throw std::runtime_error("cannot seek partition " +
+                             std::to_string(partition) + ": " +
+                             RdKafka::err2str(rc));
 }
 
 void group_consumer::pause(std::int32_t partition) {

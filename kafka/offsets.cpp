@@ -6,8 +6,8 @@ namespace ef::kafka {
 
 namespace {
 
-std::unique_ptr<RdKafka::KafkaConsumer>
-make_reader(const std::string& brokers, const std::string& group) {
+std::unique_ptr<RdKafka::KafkaConsumer> make_reader(const std::string& brokers,
+                                                    const std::string& group) {
   auto conf = make_conf({{"bootstrap.servers", brokers},
                          {"group.id", group},
                          {"enable.auto.commit", "false"},
@@ -15,7 +15,7 @@ make_reader(const std::string& brokers, const std::string& group) {
                          {"enable.partition.eof", "false"}});
   std::string err;
   std::unique_ptr<RdKafka::KafkaConsumer> c(
-    RdKafka::KafkaConsumer::create(conf.get(), err));
+      RdKafka::KafkaConsumer::create(conf.get(), err));
   if (!c)
     throw std::runtime_error("cannot create kafka reader: " + err);
   return c;
@@ -32,9 +32,8 @@ std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
     int64_t low = 0, high = 0;
     auto rc = c->query_watermark_offsets(topic, p, &low, &high, 10000);
     if (rc != RdKafka::ERR_NO_ERROR)
-      throw std::runtime_error("cannot read log end of " + topic + "/"
-                               + std::to_string(p) + ": "
-                               + RdKafka::err2str(rc));
+      throw std::runtime_error("cannot read log end of " + topic + "/" +
+                               std::to_string(p) + ": " + RdKafka::err2str(rc));
     out.push_back(high);
   }
   c->close();
@@ -56,20 +55,19 @@ std::vector<std::int64_t> committed_offsets(const std::string& brokers,
   RdKafka::TopicPartition::destroy(parts);
   c->close();
   if (rc != RdKafka::ERR_NO_ERROR)
-    throw std::runtime_error("cannot read committed offsets of " + group
-                             + ": " + RdKafka::err2str(rc));
+    throw std::runtime_error("cannot read committed offsets of " + group +
+                             ": " + RdKafka::err2str(rc));
   return out;
 }
 
 std::vector<stored_record> read_all(const std::string& brokers,
-                                    const std::string& topic,
-                                    int partitions) {
+                                    const std::string& topic, int partitions) {
   auto ends = log_end_offsets(brokers, topic, partitions);
   auto c = make_reader(brokers, "eventforge.inspect");
   std::vector<RdKafka::TopicPartition*> parts;
   for (int p = 0; p < partitions; ++p)
     parts.push_back(RdKafka::TopicPartition::create(
-      topic, p, RdKafka::Topic::OFFSET_BEGINNING));
+        topic, p, RdKafka::Topic::OFFSET_BEGINNING));
   c->assign(parts);
   RdKafka::TopicPartition::destroy(parts);
   std::vector<stored_record> out;
@@ -88,15 +86,13 @@ std::vector<stored_record> read_all(const std::string& brokers,
       continue;
     }
     idle = 0;
-    stored_record r{m->partition(), m->offset(), m->key() ? *m->key() : "",
-                    std::string(static_cast<const char*>(m->payload()),
-                                m->len()),
-                    ""};
+    stored_record r{
+        m->partition(), m->offset(), m->key() ? *m->key() : "",
+        std::string(static_cast<const char*>(m->payload()), m->len()), ""};
     if (auto* h = m->headers()) {
       auto v = h->get_last("event_id");
       if (v.err() == RdKafka::ERR_NO_ERROR && v.value() != nullptr)
-        r.event_id.assign(static_cast<const char*>(v.value()),
-                          v.value_size());
+        r.event_id.assign(static_cast<const char*>(v.value()), v.value_size());
     }
     next[r.partition] = r.offset + 1;
     out.push_back(std::move(r));

@@ -16,12 +16,12 @@ public:
     auto* slot = static_cast<delivery*>(m.msg_opaque());
     if (slot == nullptr)
       return;
-    slot->persisted = m.err() == RdKafka::ERR_NO_ERROR
-                      && m.status() == RdKafka::Message::MSG_STATUS_PERSISTED;
+    slot->persisted = m.err() == RdKafka::ERR_NO_ERROR &&
+                      m.status() == RdKafka::Message::MSG_STATUS_PERSISTED;
     if (!slot->persisted)
       slot->error = m.err() == RdKafka::ERR_NO_ERROR
-                      ? "delivery not persisted"
-                      : RdKafka::err2str(m.err());
+                        ? "delivery not persisted"
+                        : RdKafka::err2str(m.err());
     ++done;
   }
   size_t done = 0;
@@ -39,10 +39,10 @@ struct outbox_producer::impl {
   void produce(const std::string& key, const std::string& value,
                RdKafka::Headers* headers, delivery* slot) {
     for (;;) {
-      auto rc = producer->produce(
-        topic, RdKafka::Topic::PARTITION_UA, RdKafka::Producer::RK_MSG_COPY,
-        const_cast<char*>(value.data()), value.size(), key.data(),
-        key.size(), 0, headers, slot);
+      auto rc = producer->produce(topic, RdKafka::Topic::PARTITION_UA,
+                                  RdKafka::Producer::RK_MSG_COPY,
+                                  const_cast<char*>(value.data()), value.size(),
+                                  key.data(), key.size(), 0, headers, slot);
       if (rc == RdKafka::ERR_NO_ERROR)
         return;
       if (rc != RdKafka::ERR__QUEUE_FULL) {
@@ -67,15 +67,15 @@ outbox_producer::outbox_producer(const std::string& brokers,
                                  const std::string& topic,
                                  int delivery_timeout_ms,
                                  const std::string& client_id)
-  : impl_(std::make_unique<impl>()) {
-  auto conf = make_conf({{"bootstrap.servers", brokers},
-                         {"client.id", client_id},
-                         {"enable.idempotence", "true"},
-                         {"acks", "all"},
-                         {"linger.ms", "1"},
-                         {"log.connection.close", "false"},
-                         {"message.timeout.ms",
-                          std::to_string(delivery_timeout_ms)}});
+    : impl_(std::make_unique<impl>()) {
+  auto conf =
+      make_conf({{"bootstrap.servers", brokers},
+                 {"client.id", client_id},
+                 {"enable.idempotence", "true"},
+                 {"acks", "all"},
+                 {"linger.ms", "1"},
+                 {"log.connection.close", "false"},
+                 {"message.timeout.ms", std::to_string(delivery_timeout_ms)}});
   std::string err;
   if (conf->set("dr_cb", &impl_->sink, err) != RdKafka::Conf::CONF_OK)
     throw std::runtime_error("kafka dr_cb: " + err);
@@ -109,8 +109,8 @@ outbox_producer::publish(const std::vector<order_event>& events) {
 }
 
 delivery outbox_producer::publish_raw(
-  const std::string& key, const std::string& value,
-  const std::vector<std::pair<std::string, std::string>>& headers) {
+    const std::string& key, const std::string& value,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
   delivery out;
   impl_->sink.done = 0;
   auto* h = RdKafka::Headers::create();

@@ -29,9 +29,9 @@ public:
 
   /// Raw produce of an already encoded value, e.g. to put a test record or
   /// a replay onto the topic. Returns the delivery.
-  delivery publish_raw(const std::string& key, const std::string& value,
-                       const std::vector<std::pair<std::string, std::string>>&
-                         headers);
+  delivery
+  publish_raw(const std::string& key, const std::string& value,
+              const std::vector<std::pair<std::string, std::string>>& headers);
 
 private:
   struct impl;

@@ -26,7 +26,9 @@ enum class api_errc : std::uint8_t {
   internal,
 };
 
-inline caf::atom_value api_error_category() { return caf::atom("ef_api"); }
+inline caf::atom_value api_error_category() {
+  return caf::atom("ef_api");
+}
 
 inline caf::error make_api_error(api_errc code, std::string message,
                                  std::string field = {}) {

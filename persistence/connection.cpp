@@ -4,14 +4,14 @@ namespace ef::persistence {
 
 const char* to_string(db_errc code) {
   switch (code) {
-    case db_errc::unavailable:
-      return "unavailable";
-    case db_errc::in_doubt:
-      return "in_doubt";
-    case db_errc::transient:
-      return "transient";
-    case db_errc::permanent:
-      return "permanent";
+  case db_errc::unavailable:
+    return "unavailable";
+  case db_errc::in_doubt:
+    return "in_doubt";
+  case db_errc::transient:
+    return "transient";
+  case db_errc::permanent:
+    return "permanent";
   }
   return "unknown";
 }
@@ -20,8 +20,8 @@ std::string with_connect_timeout(const std::string& dsn, int seconds) {
   if (dsn.find("connect_timeout") != std::string::npos)
     return dsn;
   auto param = "connect_timeout=" + std::to_string(seconds);
-  bool uri = dsn.rfind("postgres://", 0) == 0
-             || dsn.rfind("postgresql://", 0) == 0;
+  bool uri =
+      dsn.rfind("postgres://", 0) == 0 || dsn.rfind("postgresql://", 0) == 0;
   if (!uri)
     return dsn.empty() ? param : dsn + " " + param;
   return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + param;
@@ -55,12 +55,12 @@ void rethrow_as_db_error() {
     std::string state = e.sqlstate();
     // 40001 serialization_failure, 40P01 deadlock_detected,
     // 55P03 lock_not_available, 57014 query_canceled (statement_timeout).
-    bool transient = state == "40001" || state == "40P01" || state == "55P03"
-                     || state == "57014";
+    bool transient = state == "40001" || state == "40P01" || state == "55P03" ||
+                     state == "57014";
     // Class 08 (connection exception) and 57P01..57P03 (admin shutdown,
     // crash shutdown, cannot connect now) mean the session is gone.
-    bool gone = state.rfind("08", 0) == 0 || state == "57P01"
-                || state == "57P02" || state == "57P03";
+    bool gone = state.rfind("08", 0) == 0 || state == "57P01" ||
+                state == "57P02" || state == "57P03";
     throw db_error(gone        ? db_errc::unavailable
                    : transient ? db_errc::transient
                                : db_errc::permanent,
@@ -75,7 +75,7 @@ void rethrow_as_db_error() {
 }
 
 session::session(std::string dsn, preparer prepare)
-  : dsn_(std::move(dsn)), prepare_(prepare) {
+    : dsn_(std::move(dsn)), prepare_(prepare) {
   // nop
 }
 

@@ -27,7 +27,7 @@ const char* to_string(db_errc code);
 class db_error : public std::runtime_error {
 public:
   db_error(db_errc code, const std::string& what, std::string sqlstate = {})
-    : std::runtime_error(what), code_(code), sqlstate_(std::move(sqlstate)) {
+      : std::runtime_error(what), code_(code), sqlstate_(std::move(sqlstate)) {
     // nop
   }
   db_errc code() const noexcept { return code_; }

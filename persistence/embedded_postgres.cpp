@@ -42,8 +42,8 @@ run_as server_account() {
   auto* pw = getpwnam("postgres");
   if (pw == nullptr)
     throw std::runtime_error(
-      "running as root, but there is no \"postgres\" user to run the private "
-      "PostgreSQL cluster as (install the postgresql package)");
+        "running as root, but there is no \"postgres\" user to run the private "
+        "PostgreSQL cluster as (install the postgresql package)");
   r.drop = true;
   r.uid = pw->pw_uid;
   r.gid = pw->pw_gid;
@@ -57,12 +57,12 @@ int free_port() {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
   socklen_t len = sizeof(addr);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0
-      || ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     if (fd >= 0)
       ::close(fd);
-    throw std::runtime_error("cannot find a free loopback port: "
-                             + std::string(std::strerror(errno)));
+    throw std::runtime_error("cannot find a free loopback port: " +
+                             std::string(std::strerror(errno)));
   }
   ::close(fd);
   return ntohs(addr.sin_port);
@@ -80,8 +80,8 @@ pid_t spawn(const std::vector<std::string>& argv, const run_as& as,
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0)
-    throw std::runtime_error("fork failed: "
-                             + std::string(std::strerror(errno)));
+    throw std::runtime_error("fork failed: " +
+                             std::string(std::strerror(errno)));
   if (pid > 0)
     return pid;
   // Child: only async-signal-safe calls from here on.
@@ -93,8 +93,8 @@ pid_t spawn(const std::vector<std::string>& argv, const run_as& as,
   }
   ::setsid(); // keep terminal signals (Ctrl-C) for our own shutdown order
   if (as.drop) {
-    if (::setgroups(0, nullptr) != 0 || ::setgid(as.gid) != 0
-        || ::setuid(as.uid) != 0)
+    if (::setgroups(0, nullptr) != 0 || ::setgid(as.gid) != 0 ||
+        ::setuid(as.uid) != 0)
       ::_exit(126);
   }
   // After setuid: a credential change clears the parent-death signal.
@@ -141,9 +141,9 @@ void wait_for_stale_postmaster(const std::string& data_dir) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (pid_alive(pid)) {
     if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("data directory " + data_dir
-                               + " is in use by a running server (pid "
-                               + std::to_string(pid) + ")");
+      throw std::runtime_error("data directory " + data_dir +
+                               " is in use by a running server (pid " +
+                               std::to_string(pid) + ")");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
@@ -151,16 +151,16 @@ void wait_for_stale_postmaster(const std::string& data_dir) {
 } // namespace
 
 embedded_postgres::embedded_postgres(options opts)
-  : bin_dir_(std::move(opts.bin_dir)), port_(opts.port) {
+    : bin_dir_(std::move(opts.bin_dir)), port_(opts.port) {
   std::error_code ec;
   fs::create_directories(opts.data_dir, ec);
   if (ec)
-    throw std::runtime_error("cannot create data directory " + opts.data_dir
-                             + ": " + ec.message());
+    throw std::runtime_error("cannot create data directory " + opts.data_dir +
+                             ": " + ec.message());
   data_dir_ = fs::canonical(opts.data_dir).string();
   if (!fs::exists(bin_dir_ + "/postgres"))
-    throw std::runtime_error("no PostgreSQL server at " + bin_dir_
-                             + "/postgres (set database.pg-bin-dir)");
+    throw std::runtime_error("no PostgreSQL server at " + bin_dir_ +
+                             "/postgres (set database.pg-bin-dir)");
   if (port_ == 0)
     port_ = free_port();
   init_cluster();
@@ -181,8 +181,8 @@ void embedded_postgres::init_cluster() {
   auto as = server_account();
   ::chmod(data_dir_.c_str(), 0700);
   if (as.drop && ::chown(data_dir_.c_str(), as.uid, as.gid) != 0)
-    throw std::runtime_error("cannot hand " + data_dir_
-                             + " to user postgres: " + std::strerror(errno));
+    throw std::runtime_error("cannot hand " + data_dir_ +
+                             " to user postgres: " + std::strerror(errno));
   auto log = data_dir_ + "/../initdb.log";
   pid_t pid = spawn({bin_dir_ + "/initdb", "-D", data_dir_, "-U", "postgres",
                      "--auth=trust", "-E", "UTF8", "--no-locale", "-N"},
@@ -190,10 +190,10 @@ void embedded_postgres::init_cluster() {
   if (int rc = wait_exit(pid); rc != 0) {
     std::string hint;
     if (rc == 1 && as.drop)
-      hint = " (user postgres must be able to reach " + data_dir_
-             + ": every parent directory needs the x permission for it)";
-    throw std::runtime_error("initdb failed with exit code "
-                             + std::to_string(rc) + hint + tail_of(log));
+      hint = " (user postgres must be able to reach " + data_dir_ +
+             ": every parent directory needs the x permission for it)";
+    throw std::runtime_error("initdb failed with exit code " +
+                             std::to_string(rc) + hint + tail_of(log));
   }
 }
 
@@ -205,8 +205,8 @@ void embedded_postgres::start() {
   // fsync is off: this cluster is for development and tests. Commits still
   // reach the kernel, so they survive any process crash (not an OS crash).
   pid_ = spawn({bin_dir_ + "/postgres", "-D", data_dir_, "-p",
-                std::to_string(port_), "-c", "listen_addresses=127.0.0.1",
-                "-c", "unix_socket_directories=", "-c", "fsync=off", "-c",
+                std::to_string(port_), "-c", "listen_addresses=127.0.0.1", "-c",
+                "unix_socket_directories=", "-c", "fsync=off", "-c",
                 "full_page_writes=off", "-c", "max_connections=200"},
                server_account(), log, SIGINT);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -215,14 +215,14 @@ void embedded_postgres::start() {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      throw std::runtime_error("PostgreSQL exited during start-up (see "
-                               + log + ")" + tail_of(log));
+      throw std::runtime_error("PostgreSQL exited during start-up (see " + log +
+                               ")" + tail_of(log));
     }
     if (std::chrono::steady_clock::now() > deadline) {
       stop(true);
       throw std::runtime_error("PostgreSQL did not accept connections within "
-                               "30 s (see "
-                               + log + ")" + tail_of(log));
+                               "30 s (see " +
+                               log + ")" + tail_of(log));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
@@ -238,8 +238,8 @@ void embedded_postgres::stop(bool immediate) {
 }
 
 std::string embedded_postgres::dsn() const {
-  return "postgresql://postgres@127.0.0.1:" + std::to_string(port_)
-         + "/postgres";
+  return "postgresql://postgres@127.0.0.1:" + std::to_string(port_) +
+         "/postgres";
 }
 
 } // namespace ef::persistence

@@ -56,8 +56,7 @@ effect apply_fulfillment(pqxx::work& w, const order_event& ev,
 effect apply_billing(pqxx::work& w, const order_event& ev, const order_row& o,
                      const std::string& consumer) {
   auto has = [&](const char* kinds) {
-    return !w.exec_prepared("has_effect", ev.order_id, consumer, kinds)
-              .empty();
+    return !w.exec_prepared("has_effect", ev.order_id, consumer, kinds).empty();
   };
   if (ev.event_type == order_created_type) {
     if (has("{refund,refund_skipped}"))
@@ -75,12 +74,12 @@ effect apply_billing(pqxx::work& w, const order_event& ev, const order_row& o,
 
 const char* to_string(apply_outcome x) {
   switch (x) {
-    case apply_outcome::applied:
-      return "applied";
-    case apply_outcome::duplicate:
-      return "duplicate";
-    case apply_outcome::order_missing:
-      return "order_missing";
+  case apply_outcome::applied:
+    return "applied";
+  case apply_outcome::duplicate:
+    return "duplicate";
+  case apply_outcome::order_missing:
+    return "order_missing";
   }
   return "unknown";
 }
@@ -94,17 +93,16 @@ consumer_kind event_applier::kind_of(const std::string& consumer) {
 }
 
 event_applier::event_applier(std::string dsn, std::string consumer)
-  : db_(std::make_unique<session>(std::move(dsn), prepare)),
-    consumer_(std::move(consumer)),
-    kind_(kind_of(consumer_)) {
+    : db_(std::make_unique<session>(std::move(dsn), prepare)),
+      consumer_(std::move(consumer)), kind_(kind_of(consumer_)) {
   // nop
 }
 
 event_applier::~event_applier() = default;
 
 apply_outcome event_applier::apply(const order_event& ev) {
-  if (ev.event_type != order_created_type
-      && ev.event_type != order_cancelled_type)
+  if (ev.event_type != order_created_type &&
+      ev.event_type != order_cancelled_type)
     throw db_error(db_errc::permanent,
                    "unknown event type \"" + ev.event_type + "\"");
   try {
@@ -119,8 +117,8 @@ apply_outcome event_applier::apply(const order_event& ev) {
     order_row o{r[0][0].as<std::string>(), r[0][1].as<std::string>(),
                 r[0][2].as<std::int64_t>()};
     auto e = kind_ == consumer_kind::fulfillment
-               ? apply_fulfillment(w, ev, o)
-               : apply_billing(w, ev, o, consumer_);
+                 ? apply_fulfillment(w, ev, o)
+                 : apply_billing(w, ev, o, consumer_);
     w.exec_prepared("effect", consumer_, ev.event_id, ev.order_id, e.kind,
                     e.amount_cents);
     w.commit();

@@ -48,8 +48,8 @@ std::int64_t order_total(const create_order& cmd) {
   std::int64_t total = 0;
   for (auto& item : cmd.items) {
     std::int64_t line = 0;
-    if (__builtin_mul_overflow(item.qty, item.price_cents, &line)
-        || __builtin_add_overflow(total, line, &total))
+    if (__builtin_mul_overflow(item.qty, item.price_cents, &line) ||
+        __builtin_add_overflow(total, line, &total))
       throw db_error(db_errc::permanent, "order total overflows 64 bits");
   }
   return total;
@@ -58,7 +58,7 @@ std::int64_t order_total(const create_order& cmd) {
 } // namespace
 
 order_store::order_store(std::string dsn, int shards)
-  : db_(std::make_unique<session>(std::move(dsn), prepare)), shards_(shards) {
+    : db_(std::make_unique<session>(std::move(dsn), prepare)), shards_(shards) {
   // nop
 }
 
@@ -75,16 +75,16 @@ create_result order_store::create(const create_order& cmd) {
     if (!cmd.idempotency_key.empty()) {
       // A concurrent request with the same key blocks here until the first
       // commits, then sees zero rows and reads the winner below.
-      auto claimed = w.exec_prepared("claim_key", cmd.idempotency_key,
-                                     cmd.request_fingerprint, r.order_id,
-                                     r.event_id);
+      auto claimed =
+          w.exec_prepared("claim_key", cmd.idempotency_key,
+                          cmd.request_fingerprint, r.order_id, r.event_id);
       if (claimed.empty()) {
         w.abort();
         pqxx::read_transaction rt(db_->get());
         auto row = rt.exec_prepared1("find_key", cmd.idempotency_key);
         auto outcome = row[0].as<std::string>() == cmd.request_fingerprint
-                         ? create_result::replayed
-                         : create_result::key_conflict;
+                           ? create_result::replayed
+                           : create_result::key_conflict;
         return {outcome, row[1].as<std::string>(), row[2].as<std::string>(),
                 row[3].as<std::string>()};
       }
@@ -94,8 +94,9 @@ create_result order_store::create(const create_order& cmd) {
     for (auto& item : cmd.items) {
       w.exec_prepared("insert_item", r.order_id, ++line, item.sku, item.qty,
                       item.price_cents);
-      items.push_back(
-        {{"sku", item.sku}, {"qty", item.qty}, {"price_cents", item.price_cents}});
+      items.push_back({{"sku", item.sku},
+                       {"qty", item.qty},
+                       {"price_cents", item.price_cents}});
     }
     nlohmann::json payload{{"order_id", r.order_id},
                            {"customer_id", cmd.customer_id},

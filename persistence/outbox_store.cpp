@@ -28,7 +28,7 @@ std::string pg_array(const std::vector<std::int64_t>& xs) {
 class wakeup : public pqxx::notification_receiver {
 public:
   wakeup(pqxx::connection_base& c, const std::string& channel)
-    : pqxx::notification_receiver(c, channel) {
+      : pqxx::notification_receiver(c, channel) {
     // nop
   }
   void operator()(const std::string&, int) override { fired = true; }
@@ -43,7 +43,7 @@ struct outbox_store::impl {
 };
 
 outbox_store::outbox_store(std::string dsn, int shard)
-  : impl_(std::make_unique<impl>()), shard_(shard) {
+    : impl_(std::make_unique<impl>()), shard_(shard) {
   impl_->conn = open_connection(dsn);
   try {
     auto& c = *impl_->conn;

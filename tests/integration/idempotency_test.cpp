@@ -18,14 +18,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool group_at_log_end(const config::settings& cfg,
-                      const std::string& brokers) {
-  auto ends = kafka::log_end_offsets(brokers, cfg.kafka.topic,
-                                     cfg.kafka.partitions);
+bool group_at_log_end(const config::settings& cfg, const std::string& brokers) {
+  auto ends =
+      kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
   for (auto& c : cfg.consumer.enabled) {
-    auto committed = kafka::committed_offsets(brokers, "eventforge." + c,
-                                              cfg.kafka.topic,
-                                              cfg.kafka.partitions);
+    auto committed = kafka::committed_offsets(
+        brokers, "eventforge." + c, cfg.kafka.topic, cfg.kafka.partitions);
     for (int p = 0; p < cfg.kafka.partitions; ++p)
       if (ends[p] > 0 && committed[p] != ends[p])
         return false;
@@ -35,8 +33,8 @@ bool group_at_log_end(const config::settings& cfg,
 
 int count(test::database& db, const std::string& table,
           const std::string& event_id) {
-  return db.scalar<int>("SELECT count(*) FROM " + table
-                        + " WHERE event_id = '" + event_id + "'");
+  return db.scalar<int>("SELECT count(*) FROM " + table +
+                        " WHERE event_id = '" + event_id + "'");
 }
 
 } // namespace
@@ -47,13 +45,13 @@ TEST_CASE("event_produced_twice_onto_the_topic_gives_one_mark_and_one_"
   auto cfg = test::test_settings();
   kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
   test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
-  auto [s, b] = test::post_json(t.url(), "/orders",
-                                test::order_body("c", 2, 1500));
+  auto [s, b] =
+      test::post_json(t.url(), "/orders", test::order_body("c", 2, 1500));
   REQUIRE(s == 201);
   auto event_id = test::json_field(b, "event_id");
   REQUIRE(test::wait_until([&] {
-    return count(db, "processed_events", event_id) == 2
-           && group_at_log_end(cfg, broker.bootstrap_servers());
+    return count(db, "processed_events", event_id) == 2 &&
+           group_at_log_end(cfg, broker.bootstrap_servers());
   }));
   // Put the very same record onto the topic again, as a relay crash between
   // ack and mark would.
@@ -65,18 +63,15 @@ TEST_CASE("event_produced_twice_onto_the_topic_gives_one_mark_and_one_"
   auto d = producer.publish_raw(records[0].key, records[0].value,
                                 {{"event_id", records[0].event_id}});
   REQUIRE(d.persisted);
-  REQUIRE(test::wait_until([&] {
-    return group_at_log_end(cfg, broker.bootstrap_servers());
-  }));
+  REQUIRE(test::wait_until(
+      [&] { return group_at_log_end(cfg, broker.bootstrap_servers()); }));
   CHECK(kafka::read_all(broker.bootstrap_servers(), cfg.kafka.topic,
                         cfg.kafka.partitions)
-          .size()
-        == 2);
+            .size() == 2);
   CHECK(count(db, "processed_events", event_id) == 2);
   CHECK(count(db, "business_effects", event_id) == 2);
   CHECK(db.scalar<std::int64_t>("SELECT balance_cents FROM accounts WHERE "
-                                "customer_id = 'c'")
-        == -3000);
+                                "customer_id = 'c'") == -3000);
 }
 
 TEST_CASE("concurrent_deliveries_of_one_event_to_two_workers_give_one_mark_"
@@ -87,11 +82,11 @@ TEST_CASE("concurrent_deliveries_of_one_event_to_two_workers_give_one_mark_"
   constexpr int n = 200;
   std::vector<order_event> events;
   for (int i = 0; i < n; ++i) {
-    create_order cmd{"customer-" + std::to_string(i % 7), {{"sku", 1, 250}},
-                     "", "", ""};
+    create_order cmd{
+        "customer-" + std::to_string(i % 7), {{"sku", 1, 250}}, "", "", ""};
     auto r = orders.create(cmd);
-    events.push_back({r.event_id, order_created_type, r.order_id, "", "{}",
-                      ""});
+    events.push_back(
+        {r.event_id, order_created_type, r.order_id, "", "{}", ""});
   }
   for (std::string consumer : {"fulfillment", "billing"}) {
     // Two workers, each with its own connection, race on every event.
@@ -117,16 +112,14 @@ TEST_CASE("concurrent_deliveries_of_one_event_to_two_workers_give_one_mark_"
     CHECK(applied == n);
     CHECK(duplicates == n);
     CHECK(db.scalar<int>("SELECT count(*) FROM processed_events WHERE "
-                         "consumer = '"
-                         + consumer + "'")
-          == n);
+                         "consumer = '" +
+                         consumer + "'") == n);
     CHECK(db.scalar<int>("SELECT count(*) FROM business_effects WHERE "
-                         "consumer = '"
-                         + consumer + "'")
-          == n);
+                         "consumer = '" +
+                         consumer + "'") == n);
   }
-  CHECK(-db.scalar<std::int64_t>("SELECT sum(balance_cents) FROM accounts")
-        == n * 250);
+  CHECK(-db.scalar<std::int64_t>("SELECT sum(balance_cents) FROM accounts") ==
+        n * 250);
 }
 
 TEST_CASE("event_for_a_missing_order_is_rolled_back_without_a_mark_and_"
@@ -138,8 +131,12 @@ TEST_CASE("event_for_a_missing_order_is_rolled_back_without_a_mark_and_"
   test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
   auto order_id = new_uuid_v7();
   auto event_id = new_uuid_v7();
-  order_event ev{event_id, order_created_type, order_id,
-                 "2026-12-02T00:00:00Z", R"({"total_cents":700})", ""};
+  order_event ev{event_id,
+                 order_created_type,
+                 order_id,
+                 "2026-12-02T00:00:00Z",
+                 R"({"total_cents":700})",
+                 ""};
   kafka::outbox_producer producer(broker.bootstrap_servers(), cfg.kafka.topic,
                                   10000, "test");
   REQUIRE(producer.publish({ev})[0].persisted);
@@ -152,19 +149,18 @@ TEST_CASE("event_for_a_missing_order_is_rolled_back_without_a_mark_and_"
     REQUIRE_FALSE(group_at_log_end(cfg, broker.bootstrap_servers()));
     std::this_thread::sleep_for(100ms);
   }
-  db.exec("INSERT INTO orders (id, customer_id, status, total_cents) VALUES ('"
-          + order_id + "', 'late', 'created', 700)");
+  db.exec(
+      "INSERT INTO orders (id, customer_id, status, total_cents) VALUES ('" +
+      order_id + "', 'late', 'created', 700)");
   REQUIRE(test::wait_until([&] {
-    return count(db, "processed_events", event_id) == 2
-           && group_at_log_end(cfg, broker.bootstrap_servers());
+    return count(db, "processed_events", event_id) == 2 &&
+           group_at_log_end(cfg, broker.bootstrap_servers());
   }));
   CHECK(count(db, "business_effects", event_id) == 2);
-  CHECK(db.scalar<std::string>("SELECT status FROM orders WHERE id = '"
-                               + order_id + "'")
-        == "processed");
+  CHECK(db.scalar<std::string>("SELECT status FROM orders WHERE id = '" +
+                               order_id + "'") == "processed");
   CHECK(db.scalar<std::int64_t>("SELECT balance_cents FROM accounts WHERE "
-                                "customer_id = 'late'")
-        == -700);
+                                "customer_id = 'late'") == -700);
 }
 
 TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
@@ -176,10 +172,10 @@ TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
   persistence::order_store orders(db.dsn(), 4);
   auto created = orders.create({"late-c", {{"sku", 2, 500}}, "", "", ""});
   auto cancelled = orders.cancel(created.order_id, "");
-  order_event create_ev{created.event_id, order_created_type,
-                        created.order_id, "", "{}", ""};
-  order_event cancel_ev{cancelled.event_id, order_cancelled_type,
-                        created.order_id, "", "{}", ""};
+  order_event create_ev{
+      created.event_id, order_created_type, created.order_id, "", "{}", ""};
+  order_event cancel_ev{
+      cancelled.event_id, order_cancelled_type, created.order_id, "", "{}", ""};
   persistence::event_applier billing(db.dsn(), "billing");
   persistence::event_applier fulfillment(db.dsn(), "fulfillment");
   CHECK(billing.apply(cancel_ev) == persistence::apply_outcome::applied);
@@ -187,16 +183,12 @@ TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
   CHECK(fulfillment.apply(cancel_ev) == persistence::apply_outcome::applied);
   CHECK(fulfillment.apply(create_ev) == persistence::apply_outcome::applied);
   CHECK(db.scalar<std::string>(
-          "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
-          "WHERE consumer = 'billing'")
-        == "refund_skipped,debit_skipped");
+            "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
+            "WHERE consumer = 'billing'") == "refund_skipped,debit_skipped");
   CHECK(db.scalar<std::string>(
-          "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
-          "WHERE consumer = 'fulfillment'")
-        == "cancelled,fulfill_skipped");
+            "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
+            "WHERE consumer = 'fulfillment'") == "cancelled,fulfill_skipped");
   CHECK(db.scalar<int>("SELECT count(*) FROM accounts WHERE balance_cents "
-                       "<> 0")
-        == 0);
-  CHECK(db.scalar<std::string>("SELECT status FROM orders")
-        == "cancelled");
+                       "<> 0") == 0);
+  CHECK(db.scalar<std::string>("SELECT status FROM orders") == "cancelled");
 }

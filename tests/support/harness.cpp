@@ -106,18 +106,17 @@ std::pair<int, std::string> post_json(const std::string& url,
 
 std::string order_body(const std::string& customer, std::int64_t qty,
                        std::int64_t price_cents) {
-  return nlohmann::json{{"customer_id", customer},
-                        {"items",
-                         {{{"sku", "sku-1"},
-                           {"qty", qty},
-                           {"price_cents", price_cents}}}}}
-    .dump();
+  return nlohmann::json{
+      {"customer_id", customer},
+      {"items",
+       {{{"sku", "sku-1"}, {"qty", qty}, {"price_cents", price_cents}}}}}
+      .dump();
 }
 
 std::string json_field(const std::string& json, const std::string& key) {
   auto v = nlohmann::json::parse(json, nullptr, false);
-  if (v.is_discarded() || !v.is_object() || !v.contains(key)
-      || !v[key].is_string())
+  if (v.is_discarded() || !v.is_object() || !v.contains(key) ||
+      !v[key].is_string())
     return {};
   return v[key].get<std::string>();
 }
@@ -194,8 +193,8 @@ std::string child_process::await_line(const std::string& prefix,
         return line;
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  deadline - std::chrono::steady_clock::now())
-                  .count();
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
     if (left <= 0)
       return {};
     pollfd p{out_fd_, POLLIN, 0};

@@ -78,12 +78,10 @@ private:
 };
 
 /// POSTs JSON; returns (status, body).
-std::pair<int, std::string> post_json(const std::string& url,
-                                      const std::string& path,
-                                      const std::string& body,
-                                      const std::string& idempotency_key = {},
-                                      const std::string& content_type =
-                                        "application/json");
+std::pair<int, std::string>
+post_json(const std::string& url, const std::string& path,
+          const std::string& body, const std::string& idempotency_key = {},
+          const std::string& content_type = "application/json");
 
 /// An order body with one item.
 std::string order_body(const std::string& customer, std::int64_t qty,
@@ -112,9 +110,9 @@ public:
 
   /// Reads stdout until a line starting with `prefix`; returns it (empty on
   /// EOF or after `limit`).
-  std::string await_line(const std::string& prefix,
-                         std::chrono::milliseconds limit =
-                           std::chrono::seconds(60));
+  std::string
+  await_line(const std::string& prefix,
+             std::chrono::milliseconds limit = std::chrono::seconds(60));
   void signal(int sig);
   /// Waits for exit and returns the exit code (128+N for signal N).
   int wait();

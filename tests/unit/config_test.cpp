@@ -57,16 +57,16 @@ TEST_CASE("invalid_config_values_are_rejected_naming_the_key") {
 }
 
 TEST_CASE("malformed_ini_reports_file_and_line") {
-  CHECK(parse_ini("[kafka]\nbrokers=a:1\n", "f.ini").error
-        == "f.ini:2: kafka.brokers: strings must be double-quoted, got a:1");
-  CHECK(parse_ini("port=1\n", "f.ini").error
-        == "f.ini:1: key \"port\" outside of any [section]");
-  CHECK(parse_ini("[http\n", "f.ini").error
-        == "f.ini:1: malformed section header [http");
-  CHECK(parse_ini("[http]\nport 80\n", "f.ini").error
-        == "f.ini:2: expected key=value, got port 80");
-  CHECK(parse_ini("[http]\nhost=\"x\n", "f.ini").error
-        == "f.ini:2: http.host: unterminated string");
+  CHECK(parse_ini("[kafka]\nbrokers=a:1\n", "f.ini").error ==
+        "f.ini:2: kafka.brokers: strings must be double-quoted, got a:1");
+  CHECK(parse_ini("port=1\n", "f.ini").error ==
+        "f.ini:1: key \"port\" outside of any [section]");
+  CHECK(parse_ini("[http\n", "f.ini").error ==
+        "f.ini:1: malformed section header [http");
+  CHECK(parse_ini("[http]\nport 80\n", "f.ini").error ==
+        "f.ini:2: expected key=value, got port 80");
+  CHECK(parse_ini("[http]\nhost=\"x\n", "f.ini").error ==
+        "f.ini:2: http.host: unterminated string");
   CHECK_FALSE(read_ini_file("/nonexistent/eventforge.ini").ok());
 }
 
@@ -80,4 +80,18 @@ TEST_CASE("every_option_renders_its_default_and_accepts_it_back") {
     CHECK_FALSE(o.apply(s, text).has_value());
     CHECK(o.render(s) == text);
   }
+}
+
+#include "config/reference.hpp"
+
+#include <fstream>
+#include <sstream>
+
+TEST_CASE("docs_config_md_matches_the_option_table") {
+  std::ifstream f(EF_SOURCE_DIR "/docs/config.md");
+  REQUIRE(f.good());
+  std::stringstream text;
+  text << f.rdbuf();
+  INFO("regenerate with: build/eventforge config-reference > docs/config.md");
+  CHECK(text.str() == ef::config::reference_markdown());
 }

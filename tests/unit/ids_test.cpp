@@ -10,7 +10,7 @@ TEST_CASE("uuid_v7_is_well_formed_unique_and_time_ordered") {
   for (int i = 0; i < 2000; ++i) {
     auto id = ef::new_uuid_v7();
     REQUIRE(ef::is_uuid(id));
-    CHECK(id[14] == '7');                        // version
+    CHECK(id[14] == '7');                                         // version
     CHECK(std::string("89ab").find(id[19]) != std::string::npos); // variant
     CHECK(seen.insert(id).second);
     // Millisecond prefix never goes backwards.
@@ -30,8 +30,8 @@ TEST_CASE("is_uuid_rejects_malformed_ids") {
 
 TEST_CASE("shard_of_is_stable_and_in_range") {
   // Fixed values: changing the hash would strand unsent rows in old shards.
-  CHECK(ef::shard_of("0190b6a8-1234-7abc-8def-0123456789ab", 4)
-        == ef::shard_of("0190b6a8-1234-7abc-8def-0123456789ab", 4));
+  CHECK(ef::shard_of("0190b6a8-1234-7abc-8def-0123456789ab", 4) ==
+        ef::shard_of("0190b6a8-1234-7abc-8def-0123456789ab", 4));
   std::set<int> used;
   for (int i = 0; i < 1000; ++i) {
     auto s = ef::shard_of(ef::new_uuid_v7(), 4);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages EventForge needs (only those missing) and
+# builds it into build/. Idempotent; safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  g++ make cmake pkg-config ccache
+  libcaf-dev libpqxx-dev libpq-dev librdkafka-dev
+  nlohmann-json3-dev catch2 libspdlog-dev libcli11-dev libcpp-httplib-dev
+  postgresql-15
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  # The server package is used only as a binary for private clusters; do not
+  # let it start a system-wide service.
+  DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 $sudo apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}"
+fi
+
+build_type=${EF_BUILD_TYPE:-RelWithDebInfo}
+cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" ${EF_CMAKE_ARGS:-} >/dev/null
+cmake --build build -j "$(nproc)"
