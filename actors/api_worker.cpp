@@ -1,4 +1,5 @@
 #include "actors/api_worker.hpp"
+#include "actors/crash_log.hpp"
 
 #include "messages/api_error.hpp"
 #include "messages/ids.hpp"
@@ -121,6 +122,7 @@ caf::behavior api_worker(caf::stateful_actor<api_worker_state>* self,
                          std::string dsn, int shards) {
   // The store connects lazily, so a worker starts even while the database is
   // down and answers 503 until it is back.
+  log_crashes(self, "api");
   self->state.store.emplace(std::move(dsn), shards);
   return {
       [=](create_order& cmd) { return self->state.create(cmd); },

@@ -4,7 +4,7 @@
 #include "actors/group_member.hpp"
 #include "actors/relay_shard.hpp"
 #include "actors/supervisor.hpp"
-#include "persistence/connection.hpp"
+#include "persistence/dsn.hpp"
 #include "persistence/migrations.hpp"
 
 #include <spdlog/spdlog.h>

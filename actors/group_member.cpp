@@ -1,4 +1,5 @@
 #include "actors/group_member.hpp"
+#include "actors/crash_log.hpp"
 
 #include "messages/atoms.hpp"
 
@@ -144,6 +145,7 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
 caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
                            config::settings cfg, std::string dsn,
                            std::string brokers, std::string consumer_name) {
+  log_crashes(self, consumer_name + " group member");
   auto& st = self->state;
   st.self = self;
   st.cfg = cfg;

@@ -1,4 +1,5 @@
 #include "actors/partition_worker.hpp"
+#include "actors/crash_log.hpp"
 
 #include "kafka/event_record.hpp"
 #include "messages/atoms.hpp"
@@ -57,6 +58,8 @@ partition_worker_state::drain(caf::event_based_actor* self) {
 caf::behavior
 partition_worker(caf::stateful_actor<partition_worker_state>* self,
                  partition_worker_args args, caf::actor group_member) {
+  log_crashes(self,
+              args.consumer + " partition " + std::to_string(args.partition));
   auto& st = self->state;
   st.applier =
       std::make_unique<persistence::event_applier>(args.dsn, args.consumer);

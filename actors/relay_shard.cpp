@@ -1,5 +1,6 @@
 #include "actors/relay_shard.hpp"
 
+#include "actors/crash_log.hpp"
 #include "messages/atoms.hpp"
 
 #include <spdlog/spdlog.h>
@@ -21,6 +22,14 @@ constexpr auto ownership_retry = 1000ms;
 } // namespace
 
 std::chrono::milliseconds relay_shard_state::round() {
+  // Everything is rebuilt from durable state (the unsent rows of the shard),
+  // lazily, so a database outage is a crash inside the loop, not at spawn.
+  if (!store)
+    store = std::make_unique<persistence::outbox_store>(dsn, shard);
+  if (!producer)
+    producer = std::make_unique<kafka::outbox_producer>(
+        brokers, topic, delivery_timeout_ms,
+        "eventforge-relay-" + std::to_string(shard));
   if (!owner) {
     owner = store->try_acquire_shard();
     if (!owner)

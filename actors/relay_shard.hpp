@@ -21,6 +21,10 @@ namespace ef {
 /// restarted relay (or another process's) republishes them. A row acked but
 /// not yet marked is therefore published twice: the accepted price.
 struct relay_shard_state {
+  std::string dsn;
+  std::string brokers;
+  std::string topic;
+  int delivery_timeout_ms = 0;
   std::unique_ptr<persistence::outbox_store> store;
   std::unique_ptr<kafka::outbox_producer> producer;
   int shard = 0;

@@ -1,4 +1,5 @@
 #include "actors/supervisor.hpp"
+#include "actors/crash_log.hpp"
 
 #include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
@@ -57,6 +58,7 @@ caf::actor supervisor_state::next_api_worker() {
 caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
                          std::vector<child_spec> children,
                          config::settings cfg) {
+  log_crashes(self, "supervisor");
   auto& st = self->state;
   st.self = self;
   st.restarts.emplace(cfg.supervisor.max_restarts,

@@ -3,6 +3,7 @@
 // Internal to persistence/: nothing above this folder includes pqxx.
 
 #include "persistence/db_error.hpp"
+#include "persistence/dsn.hpp"
 
 #include <pqxx/pqxx>
 
@@ -10,11 +11,6 @@
 #include <string>
 
 namespace ef::persistence {
-
-/// Adds connect_timeout (seconds) to a libpq connection string unless it sets
-/// one, in keyword/value or URI form, so an outage fails fast instead of
-/// hanging a request.
-std::string with_connect_timeout(const std::string& dsn, int seconds);
 
 /// Opens a connection with automatic reactivation off: a broken session must
 /// surface (a relay's advisory lock dies with it), never be silently replaced.

@@ -192,3 +192,34 @@ TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
                        "<> 0") == 0);
   CHECK(db.scalar<std::string>("SELECT status FROM orders") == "cancelled");
 }
+
+TEST_CASE("undecodable_kafka_records_write_nothing_and_do_not_stall_the_"
+          "partition") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.kafka.partitions = 1; // everything lands behind the poison records
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  kafka::outbox_producer producer(broker.bootstrap_servers(), cfg.kafka.topic,
+                                  10000, "test");
+  auto order_id = new_uuid_v7();
+  for (auto value :
+       {std::string("{not json"), std::string("[]"),
+        std::string(R"({"event_id":"x","event_type":"OrderCreated"})"),
+        R"({"event_id":")" + new_uuid_v7()
+          + R"(","event_type":"OrderShipped","order_id":")" + order_id
+          + R"(","occurred_at":"2026-12-02T00:00:00Z","payload":{}})"})
+    REQUIRE(producer.publish_raw(order_id, value, {}).persisted);
+  auto [s, b] = test::post_json(t.url(), "/orders",
+                                test::order_body("after-poison", 1, 100));
+  REQUIRE(s == 201);
+  REQUIRE(test::wait_until([&] {
+    return db.scalar<int>("SELECT count(*) FROM processed_events") == 2
+           && group_at_log_end(cfg, broker.bootstrap_servers());
+  }));
+  CHECK(db.scalar<int>("SELECT count(*) FROM business_effects") == 2);
+  CHECK(db.scalar<int>("SELECT count(*) FROM business_effects WHERE order_id "
+                       "= '"
+                       + order_id + "'")
+        == 0);
+}
