@@ -77,6 +77,13 @@ caf::result<order_accepted> api_worker_state::create(const create_order& cmd) {
                             "different request body",
                             "Idempotency-Key");
     bool replayed = r.outcome == persistence::create_result::replayed;
+    // The window where the client never sees the reply: its keyed retry
+    // must get the same order back.
+    if (!replayed)
+      ctx->faults->check(crash_point::api_after_commit_before_reply,
+                         r.event_id);
+    ctx->metrics->add("api_orders_total",
+                      {{"outcome", replayed ? "replayed" : "created"}});
     spdlog::debug("api: order {} {} event {}", r.order_id,
                   replayed ? "replayed" : "committed", r.event_id);
     return order_accepted{r.order_id, r.event_id, r.status, replayed};
@@ -119,15 +126,16 @@ caf::result<order_view> api_worker_state::view(const get_order& cmd) {
 }
 
 caf::behavior api_worker(caf::stateful_actor<api_worker_state>* self,
-                         std::string dsn, int shards) {
+                         context_ptr ctx) {
   // The store connects lazily, so a worker starts even while the database is
   // down and answers 503 until it is back.
   log_crashes(self, "api");
-  self->state.store.emplace(std::move(dsn), shards);
+  self->state.store.emplace(ctx->dsn, ctx->cfg.relay.shards);
+  self->state.ctx = std::move(ctx);
   return {
-      [=](create_order& cmd) { return self->state.create(cmd); },
-      [=](cancel_order& cmd) { return self->state.cancel(cmd); },
-      [=](get_order& cmd) { return self->state.view(cmd); },
+    [=](create_order& cmd) { return self->state.create(cmd); },
+    [=](cancel_order& cmd) { return self->state.cancel(cmd); },
+    [=](get_order& cmd) { return self->state.view(cmd); },
   };
 }
 

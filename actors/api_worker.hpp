@@ -1,6 +1,6 @@
 #pragma once
 
-#include "config/settings.hpp"
+#include "actors/context.hpp"
 #include "messages/order_messages.hpp"
 #include "persistence/order_store.hpp"
 
@@ -18,6 +18,7 @@ std::optional<caf::error> validate(const create_order& cmd);
 /// One API worker: executes order commands against its own connection, one
 /// transaction per command. Blocking (libpq), hence spawned detached.
 struct api_worker_state {
+  context_ptr ctx;
   std::optional<persistence::order_store> store;
   caf::result<order_accepted> create(const create_order& cmd);
   caf::result<cancel_accepted> cancel(const cancel_order& cmd);
@@ -26,6 +27,6 @@ struct api_worker_state {
 };
 
 caf::behavior api_worker(caf::stateful_actor<api_worker_state>* self,
-                         std::string dsn, int shards);
+                         context_ptr ctx);
 
 } // namespace ef

@@ -11,36 +11,74 @@
 
 namespace ef {
 
+namespace {
+
+// Blocking actors (libpq, librdkafka) are detached; every actor is linked to
+// its supervisor so the tree lives and dies as one.
+constexpr auto blocking_child = caf::detached + caf::linked;
+
+/// A child that is itself a supervisor of `children`.
+child_spec sub_supervisor(std::string name, std::vector<child_spec> children,
+                          context_ptr ctx, bool serves_orders = false) {
+  return {"supervisor", name,
+          [=](caf::event_based_actor* self) {
+            return self->spawn<caf::linked>(supervisor, name, children, ctx);
+          },
+          serves_orders};
+}
+
+std::vector<child_spec> api_workers(const context_ptr& ctx) {
+  std::vector<child_spec> out;
+  for (int i = 0; i < ctx->cfg.api.workers; ++i)
+    out.push_back({"api", "api-" + std::to_string(i),
+                   [=](caf::event_based_actor* self) {
+                     return self->spawn<blocking_child>(api_worker, ctx);
+                   },
+                   true});
+  return out;
+}
+
+std::vector<child_spec> relay_shards(const context_ptr& ctx) {
+  std::vector<child_spec> out;
+  for (int s = 0; s < ctx->cfg.relay.shards; ++s)
+    out.push_back({"relay", "relay-" + std::to_string(s),
+                   [=](caf::event_based_actor* self) {
+                     return self->spawn<blocking_child>(relay_shard, ctx, s);
+                   }});
+  return out;
+}
+
+std::vector<child_spec> consumer(const context_ptr& ctx,
+                                 const std::string& name) {
+  return {{"group-member", "group-member", [=](caf::event_based_actor* self) {
+             return self->spawn<blocking_child>(group_member, ctx, name);
+           }}};
+}
+
+} // namespace
+
 caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                  const endpoints& ep) {
-  auto dsn = persistence::with_connect_timeout(ep.database_dsn,
-                                               cfg.database.connect_timeout_s);
-  auto applied = persistence::migrate(dsn);
+  auto metrics = std::make_shared<telemetry>();
+  auto ctx = std::make_shared<context>(context{
+    cfg,
+    persistence::with_connect_timeout(ep.database_dsn,
+                                      cfg.database.connect_timeout_s),
+    ep.kafka_brokers, metrics, std::make_shared<chaos>(cfg.chaos, metrics)});
+  auto applied = persistence::migrate(ctx->dsn);
   if (!applied.empty())
     spdlog::info("applied {} schema migration(s), now at version {}",
                  applied.size(), applied.back());
-  // Blocking actors (libpq, librdkafka) are detached; all are linked to the
-  // supervisor so the tree lives and dies as one.
-  constexpr auto opts = caf::detached + caf::linked;
-  std::vector<child_spec> children;
-  for (int i = 0; i < cfg.api.workers; ++i)
-    children.push_back(
-        {"api", "api-" + std::to_string(i), [=](caf::event_based_actor* self) {
-           return self->spawn<opts>(api_worker, dsn, cfg.relay.shards);
-         }});
-  for (int s = 0; s < cfg.relay.shards; ++s)
-    children.push_back({"relay", "relay-" + std::to_string(s),
-                        [=](caf::event_based_actor* self) {
-                          return self->spawn<opts>(relay_shard, cfg, dsn,
-                                                   ep.kafka_brokers, s);
-                        }});
+  if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)
+    spdlog::warn("chaos enabled: rate {} seed {} at {} point(s)",
+                 cfg.chaos.rate, cfg.chaos.seed, cfg.chaos.points.size());
+  std::vector<child_spec> top;
+  top.push_back(sub_supervisor("api", api_workers(ctx), ctx, true));
+  top.push_back(sub_supervisor("relays", relay_shards(ctx), ctx));
   for (auto& name : cfg.consumer.enabled)
-    children.push_back(
-        {"consumer", "consumer-" + name, [=](caf::event_based_actor* self) {
-           return self->spawn<opts>(group_member, cfg, dsn, ep.kafka_brokers,
-                                    name);
-         }});
-  return sys.spawn(supervisor, std::move(children), cfg);
+    top.push_back(sub_supervisor("consumer-" + name, consumer(ctx, name), ctx));
+  return sys.spawn(supervisor, std::string{"root"}, std::move(top),
+                   context_ptr{ctx});
 }
 
 } // namespace ef

@@ -29,6 +29,7 @@ group_member_state::~group_member_state() {
 void group_member_state::on_assigned(const std::vector<std::int32_t>& parts) {
   if (closing)
     return;
+  ctx->metrics->add("consumer_rebalances_total", {{"consumer", consumer_name}});
   for (auto p : parts) {
     spdlog::info("{}: assigned partition {}", consumer_name, p);
     start_worker(p);
@@ -36,13 +37,10 @@ void group_member_state::on_assigned(const std::vector<std::int32_t>& parts) {
 }
 
 void group_member_state::start_worker(std::int32_t p) {
-  partition_worker_args args{dsn, consumer_name, p,
-                             cfg.consumer.retry_backoff_ms,
-                             cfg.consumer.retry_backoff_max_ms};
   auto& slot = owned[p];
   slot = owned_partition{};
   slot.worker = self->spawn<caf::detached + caf::linked>(
-      partition_worker, std::move(args), caf::actor{self});
+    partition_worker, ctx, consumer_name, p, caf::actor{self});
 }
 
 void group_member_state::on_revoked(const std::vector<std::int32_t>& parts) {
@@ -70,7 +68,7 @@ void group_member_state::poll_once() {
     if (i != owned.end()) {
       auto& slot = i->second;
       ++slot.in_flight;
-      if (!slot.paused && slot.in_flight >= cfg.consumer.max_in_flight) {
+      if (!slot.paused && slot.in_flight >= ctx->cfg.consumer.max_in_flight) {
         consumer->pause(rec->partition);
         slot.paused = true;
       }
@@ -90,7 +88,7 @@ void group_member_state::on_done(const record_done& d) {
   auto& slot = i->second;
   --slot.in_flight;
   slot.done_up_to = std::max(slot.done_up_to, d.offset + 1);
-  if (slot.paused && slot.in_flight <= cfg.consumer.max_in_flight / 2) {
+  if (slot.paused && slot.in_flight <= ctx->cfg.consumer.max_in_flight / 2) {
     consumer->resume(d.partition);
     slot.paused = false;
   }
@@ -122,10 +120,12 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
   for (auto& [p, slot] : owned) {
     if (slot.worker.address() != em.source)
       continue;
-    auto reason = to_string(em.reason);
+    auto reason = reason_class(em.reason);
+    ctx->metrics->add("actor_restarts_total",
+                      {{"kind", "partition"}, {"reason", reason}});
     spdlog::warn("{}: partition {} actor crashed ({}); restarting from the "
                  "committed offset",
-                 consumer_name, p, reason);
+                 consumer_name, p, to_string(em.reason));
     if (!restarts->allow())
       throw std::runtime_error(consumer_name +
                                ": partition actors exceed the restart "
@@ -143,14 +143,13 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
 }
 
 caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
-                           config::settings cfg, std::string dsn,
-                           std::string brokers, std::string consumer_name) {
+                           context_ptr ctx, std::string consumer_name) {
   log_crashes(self, consumer_name + " group member");
   auto& st = self->state;
   st.self = self;
-  st.cfg = cfg;
-  st.dsn = std::move(dsn);
+  st.ctx = ctx;
   st.consumer_name = consumer_name;
+  auto& cfg = ctx->cfg;
   st.restarts.emplace(cfg.supervisor.max_restarts,
                       std::chrono::seconds(cfg.supervisor.restart_window_s));
   kafka::group_consumer::callbacks cbs;
@@ -158,26 +157,25 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
   cbs.assigned = [state](const auto& ps) { state->on_assigned(ps); };
   cbs.revoked = [state](const auto& ps) { state->on_revoked(ps); };
   st.consumer = std::make_unique<kafka::group_consumer>(
-      brokers, "eventforge." + consumer_name, cfg.kafka.topic,
-      cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms,
-      std::move(cbs));
+    ctx->brokers, "eventforge." + consumer_name, cfg.kafka.topic,
+    cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms, std::move(cbs));
   self->set_exit_handler([self](caf::exit_msg& em) {
     if (!self->state.on_worker_exit(em))
       self->quit(em.reason); // from our supervisor: shut down
   });
   self->send(self, poll_atom::value);
   return {
-      [=](poll_atom) {
-        self->state.poll_once();
-        self->send(self, poll_atom::value);
-      },
-      [=](record_done& d) { self->state.on_done(d); },
-      [=](children_atom) {
-        std::map<std::string, caf::actor> live;
-        for (auto& [p, slot] : self->state.owned)
-          live.emplace("partition-" + std::to_string(p), slot.worker);
-        return live;
-      },
+    [=](poll_atom) {
+      self->state.poll_once();
+      self->send(self, poll_atom::value);
+    },
+    [=](record_done& d) { self->state.on_done(d); },
+    [=](children_atom) {
+      std::map<std::string, caf::actor> live;
+      for (auto& [p, slot] : self->state.owned)
+        live.emplace("partition-" + std::to_string(p), slot.worker);
+      return live;
+    },
   };
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 
+#include "actors/context.hpp"
 #include "actors/partition_worker.hpp"
 #include "actors/restart_policy.hpp"
-#include "config/settings.hpp"
 #include "kafka/group_consumer.hpp"
 
 #include <caf/all.hpp>
@@ -31,8 +31,7 @@ struct group_member_state {
   };
 
   caf::event_based_actor* self = nullptr;
-  config::settings cfg;
-  std::string dsn;
+  context_ptr ctx;
   std::string consumer_name;
   std::unique_ptr<kafka::group_consumer> consumer;
   std::map<std::int32_t, owned_partition> owned;
@@ -56,7 +55,6 @@ struct group_member_state {
 };
 
 caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
-                           config::settings cfg, std::string dsn,
-                           std::string brokers, std::string consumer_name);
+                           context_ptr ctx, std::string consumer_name);
 
 } // namespace ef

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/context.hpp"
 #include "messages/events.hpp"
 #include "persistence/event_applier.hpp"
 
@@ -17,14 +18,14 @@ namespace ef {
 /// cannot be applied yet (order missing, database unavailable) is retried
 /// with backoff while later records wait behind it. Blocking, so detached.
 struct partition_worker_state {
+  context_ptr ctx;
   std::unique_ptr<persistence::event_applier> applier;
   caf::actor group_member;
+  std::string consumer;
   std::int32_t partition = 0;
   std::deque<partition_record> pending;
   bool waiting_for_retry = false;
   int attempts = 0;
-  std::chrono::milliseconds backoff_first{100};
-  std::chrono::milliseconds backoff_max{5000};
 
   /// Applies pending records in order until one must wait; returns the
   /// delay before the next retry, or zero when the queue drained.
@@ -35,16 +36,9 @@ struct partition_worker_state {
   static inline const char* name = "partition";
 };
 
-struct partition_worker_args {
-  std::string dsn;
-  std::string consumer;
-  std::int32_t partition;
-  int backoff_first_ms;
-  int backoff_max_ms;
-};
-
 caf::behavior
 partition_worker(caf::stateful_actor<partition_worker_state>* self,
-                 partition_worker_args args, caf::actor group_member);
+                 context_ptr ctx, std::string consumer, std::int32_t partition,
+                 caf::actor group_member);
 
 } // namespace ef

@@ -8,6 +8,7 @@
 namespace ef {
 
 using namespace std::chrono_literals;
+using labels = telemetry::labels;
 
 namespace {
 
@@ -25,11 +26,11 @@ std::chrono::milliseconds relay_shard_state::round() {
   // Everything is rebuilt from durable state (the unsent rows of the shard),
   // lazily, so a database outage is a crash inside the loop, not at spawn.
   if (!store)
-    store = std::make_unique<persistence::outbox_store>(dsn, shard);
+    store = std::make_unique<persistence::outbox_store>(ctx->dsn, shard);
   if (!producer)
     producer = std::make_unique<kafka::outbox_producer>(
-        brokers, topic, delivery_timeout_ms,
-        "eventforge-relay-" + std::to_string(shard));
+      ctx->brokers, ctx->cfg.kafka.topic, ctx->cfg.kafka.delivery_timeout_ms,
+      "eventforge-relay-" + std::to_string(shard));
   if (!owner) {
     owner = store->try_acquire_shard();
     if (!owner)
@@ -39,8 +40,8 @@ std::chrono::milliseconds relay_shard_state::round() {
   auto now = std::chrono::steady_clock::now();
   if (!notified && now < next_query) {
     auto wait = std::min<std::chrono::milliseconds>(
-        listen_slice, std::chrono::duration_cast<std::chrono::milliseconds>(
-                          next_query - now));
+      listen_slice,
+      std::chrono::duration_cast<std::chrono::milliseconds>(next_query - now));
     notified = store->await_notify(static_cast<int>(wait.count()));
     return 0ms;
   }
@@ -60,12 +61,18 @@ std::chrono::milliseconds relay_shard_state::round() {
 }
 
 bool relay_shard_state::publish(
-    const std::vector<persistence::outbox_row>& rows) {
+  const std::vector<persistence::outbox_row>& rows) {
   std::vector<order_event> events;
   events.reserve(rows.size());
   for (auto& r : rows)
     events.push_back(r.event);
-  auto reports = producer->publish(events);
+  // One crash decision per batch, keyed by its first event.
+  auto& batch_key = rows.front().event.event_id;
+  auto reports = producer->publish(events, [&] {
+    ctx->faults->check(crash_point::relay_after_publish_before_ack, batch_key);
+  });
+  // The seed's relay window: acknowledged, not yet marked.
+  ctx->faults->check(crash_point::relay_after_ack_before_mark, batch_key);
   std::vector<std::int64_t> acked, failed;
   std::string first_error;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -75,8 +82,8 @@ bool relay_shard_state::publish(
       // relay so it restarts and republishes from the first unsent row.
       if (!failed.empty())
         throw std::runtime_error(
-            "relay " + std::to_string(shard) + ": delivery gap after seq " +
-            std::to_string(failed.front()) + " (" + first_error + ")");
+          "relay " + std::to_string(shard) + ": delivery gap after seq " +
+          std::to_string(failed.front()) + " (" + first_error + ")");
       acked.push_back(rows[i].seq);
       spdlog::debug("relay {}: acked seq {} event {} order {}", shard,
                     rows[i].seq, rows[i].event.event_id,
@@ -88,8 +95,11 @@ bool relay_shard_state::publish(
     }
   }
   store->mark_sent(acked);
+  labels shard_label{{"shard", std::to_string(shard)}};
+  ctx->metrics->add("relay_published_total", shard_label, acked.size());
   if (failed.empty())
     return true;
+  ctx->metrics->add("relay_publish_errors_total", shard_label, failed.size());
   spdlog::warn("relay {}: {} of {} records not delivered: {}", shard,
                failed.size(), rows.size(), first_error);
   store->record_failure(failed, first_error);
@@ -97,26 +107,23 @@ bool relay_shard_state::publish(
 }
 
 caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
-                          config::settings cfg, std::string dsn,
-                          std::string brokers, int shard) {
+                          context_ptr ctx, int shard) {
+  log_crashes(self, "relay " + std::to_string(shard));
   auto& st = self->state;
   st.shard = shard;
-  st.batch_size = cfg.relay.batch_size;
-  st.poll_interval = std::chrono::milliseconds(cfg.relay.poll_interval_ms);
-  // Everything is rebuilt from durable state: the unsent rows of the shard.
-  st.store = std::make_unique<persistence::outbox_store>(dsn, shard);
-  st.producer = std::make_unique<kafka::outbox_producer>(
-      brokers, cfg.kafka.topic, cfg.kafka.delivery_timeout_ms,
-      "eventforge-relay-" + std::to_string(shard));
+  st.batch_size = ctx->cfg.relay.batch_size;
+  st.poll_interval =
+    std::chrono::milliseconds(ctx->cfg.relay.poll_interval_ms);
+  st.ctx = std::move(ctx);
   self->send(self, poll_atom::value);
   return {
-      [=](poll_atom) {
-        auto delay = self->state.round();
-        if (delay.count() == 0)
-          self->send(self, poll_atom::value);
-        else
-          self->delayed_send(self, delay, poll_atom::value);
-      },
+    [=](poll_atom) {
+      auto delay = self->state.round();
+      if (delay.count() == 0)
+        self->send(self, poll_atom::value);
+      else
+        self->delayed_send(self, delay, poll_atom::value);
+    },
   };
 }
 

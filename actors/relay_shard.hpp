@@ -1,6 +1,6 @@
 #pragma once
 
-#include "config/settings.hpp"
+#include "actors/context.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "persistence/outbox_store.hpp"
 
@@ -21,10 +21,7 @@ namespace ef {
 /// restarted relay (or another process's) republishes them. A row acked but
 /// not yet marked is therefore published twice: the accepted price.
 struct relay_shard_state {
-  std::string dsn;
-  std::string brokers;
-  std::string topic;
-  int delivery_timeout_ms = 0;
+  context_ptr ctx;
   std::unique_ptr<persistence::outbox_store> store;
   std::unique_ptr<kafka::outbox_producer> producer;
   int shard = 0;
@@ -44,7 +41,6 @@ struct relay_shard_state {
 };
 
 caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
-                          config::settings cfg, std::string dsn,
-                          std::string brokers, int shard);
+                          context_ptr ctx, int shard);
 
 } // namespace ef

@@ -1,6 +1,6 @@
 #include "actors/supervisor.hpp"
-#include "actors/crash_log.hpp"
 
+#include "actors/crash_log.hpp"
 #include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
 #include "messages/order_messages.hpp"
@@ -22,23 +22,28 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
       continue;
     c.current = caf::actor{};
     if (em.reason == caf::exit_reason::normal) {
-      spdlog::info("supervisor: {} finished", c.spec.name);
+      spdlog::info("{}: {} finished", label, c.spec.name);
       return true;
     }
-    ++restart_counts[c.spec.kind];
-    spdlog::warn("supervisor: {} crashed ({}); restarting", c.spec.name,
+    auto reason = reason_class(em.reason);
+    ctx->metrics->add("actor_restarts_total",
+                      {{"kind", c.spec.kind}, {"reason", reason}});
+    spdlog::warn("{}: {} crashed ({}); restarting", label, c.spec.name,
                  to_string(em.reason));
     if (!restarts->allow())
-      throw std::runtime_error("restart intensity exceeded after " +
-                               c.spec.name +
-                               " crashed: " + to_string(em.reason));
+      throw std::runtime_error(label + ": restart intensity exceeded after " +
+                               c.spec.name + " crashed (" +
+                               to_string(em.reason) + ")");
     // Exponential backoff per child, so a dependency outage (database down)
     // does not spin a core or burn the restart intensity at once.
-    if (std::chrono::steady_clock::now() - c.started > std::chrono::seconds(10))
+    auto now = std::chrono::steady_clock::now();
+    if (now - c.started > std::chrono::seconds(10))
       c.consecutive_crashes = 0;
+    auto first =
+      std::chrono::milliseconds(ctx->cfg.supervisor.restart_backoff_ms);
     auto delay = std::min<std::chrono::milliseconds>(
-        backoff * (1 << std::min(c.consecutive_crashes++, 7)),
-        std::chrono::seconds(5));
+      first * (1 << std::min(c.consecutive_crashes++, 7)),
+      std::chrono::seconds(5));
     self->delayed_send(self, delay, restart_atom::value,
                        static_cast<std::uint64_t>(i));
     return true;
@@ -46,59 +51,60 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
   return false;
 }
 
-caf::actor supervisor_state::next_api_worker() {
+caf::actor supervisor_state::next_order_handler() {
   for (size_t n = 0; n < children.size(); ++n) {
-    auto& c = children[next_api++ % children.size()];
-    if (c.spec.kind == "api" && c.current)
+    auto& c = children[next_router++ % children.size()];
+    if (c.spec.serves_orders && c.current)
       return c.current;
   }
   return {};
 }
 
 caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
-                         std::vector<child_spec> children,
-                         config::settings cfg) {
-  log_crashes(self, "supervisor");
+                         std::string name, std::vector<child_spec> children,
+                         context_ptr ctx) {
+  log_crashes(self, name);
   auto& st = self->state;
   st.self = self;
-  st.restarts.emplace(cfg.supervisor.max_restarts,
-                      std::chrono::seconds(cfg.supervisor.restart_window_s));
-  st.backoff = std::chrono::milliseconds(cfg.supervisor.restart_backoff_ms);
+  st.label = std::move(name);
+  st.restarts.emplace(
+    ctx->cfg.supervisor.max_restarts,
+    std::chrono::seconds(ctx->cfg.supervisor.restart_window_s));
+  st.ctx = std::move(ctx);
   for (auto& spec : children)
     st.children.push_back({std::move(spec), {}});
   for (size_t i = 0; i < st.children.size(); ++i)
     st.start(i);
   self->set_exit_handler([self](caf::exit_msg& em) {
     if (!self->state.on_child_exit(em))
-      self->quit(em.reason); // from whoever owns the tree: shut down
+      self->quit(em.reason); // from whoever owns us: shut down
   });
-  // Forwards an order command to an API worker; the worker replies to the
-  // original sender directly.
+  // Forwards an order command; the handler replies to the original sender.
   auto route = [self](auto& cmd) -> caf::result<caf::message> {
-    auto worker = self->state.next_api_worker();
-    if (!worker)
+    auto next = self->state.next_order_handler();
+    if (!next)
       return make_api_error(api_errc::unavailable, "no API worker is up");
-    return self->delegate(worker, std::move(cmd));
+    return self->delegate(next, std::move(cmd));
   };
   return {
-      [=](create_order& cmd) { return route(cmd); },
-      [=](cancel_order& cmd) { return route(cmd); },
-      [=](get_order& cmd) { return route(cmd); },
-      [=](restart_atom, std::uint64_t index) {
-        auto& c = self->state.children[index];
-        if (!c.current) {
-          spdlog::info("supervisor: starting {} again", c.spec.name);
-          self->state.start(index);
-        }
-      },
-      [=](stats_atom) { return self->state.restart_counts; },
-      [=](children_atom) {
-        std::map<std::string, caf::actor> live;
-        for (auto& c : self->state.children)
-          if (c.current)
-            live.emplace(c.spec.name, c.current);
-        return live;
-      },
+    [=](create_order& cmd) { return route(cmd); },
+    [=](cancel_order& cmd) { return route(cmd); },
+    [=](get_order& cmd) { return route(cmd); },
+    [=](restart_atom, std::uint64_t index) {
+      auto& c = self->state.children[index];
+      if (!c.current) {
+        spdlog::info("{}: starting {} again", self->state.label, c.spec.name);
+        self->state.start(index);
+      }
+    },
+    [=](stats_atom) { return self->state.ctx->metrics->snapshot(); },
+    [=](children_atom) {
+      std::map<std::string, caf::actor> live;
+      for (auto& c : self->state.children)
+        if (c.current)
+          live.emplace(c.spec.name, c.current);
+      return live;
+    },
   };
 }
 

@@ -1,12 +1,12 @@
 #pragma once
 
+#include "actors/context.hpp"
 #include "actors/restart_policy.hpp"
-#include "config/settings.hpp"
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,15 +16,17 @@ namespace ef {
 /// How a supervisor starts one child. `spawn` must spawn it LINKED to the
 /// given supervisor, so the child dies with the tree.
 struct child_spec {
-  std::string kind; ///< "api", "relay", "consumer": restart counters key
-  std::string name; ///< unique, e.g. "relay-2"
+  std::string kind; ///< restart counter label: "api", "relay", "supervisor"…
+  std::string name; ///< unique among siblings, e.g. "relay-2"
   std::function<caf::actor(caf::event_based_actor*)> spawn;
+  bool serves_orders = false; ///< order commands are routed to it
 };
 
-/// The root supervisor (one_for_one): starts every child, restarts a crashed
-/// one after a backoff, and escalates (fails itself) when restarts exceed the
-/// intensity. It is also the tree's front door: order commands sent to it are
-/// delegated round-robin to the live API workers.
+/// A one_for_one supervisor: starts every child, restarts a crashed one
+/// after an exponential backoff, and escalates (fails itself, which its own
+/// supervisor then sees as a crash) when restarts exceed the intensity.
+/// Order commands it receives are delegated round-robin to the live children
+/// that serve orders, so the root is the tree's front door.
 struct supervisor_state {
   struct child {
     child_spec spec;
@@ -33,23 +35,23 @@ struct supervisor_state {
     std::chrono::steady_clock::time_point started{};
   };
   caf::event_based_actor* self = nullptr;
+  context_ptr ctx;
+  std::string label; ///< for logs, e.g. "relays"
   std::vector<child> children;
   std::optional<restart_policy> restarts;
-  std::chrono::milliseconds backoff{50};
-  std::map<std::string, std::uint64_t> restart_counts; ///< by kind
-  size_t next_api = 0;
+  size_t next_router = 0;
 
   void start(size_t index);
   /// Handles a linked actor's exit; false if it is not one of ours.
   bool on_child_exit(const caf::exit_msg& em);
-  /// The next live API worker, or an invalid handle.
-  caf::actor next_api_worker();
+  /// The next live child that serves orders, or an invalid handle.
+  caf::actor next_order_handler();
 
   static inline const char* name = "supervisor";
 };
 
 caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
-                         std::vector<child_spec> children,
-                         config::settings cfg);
+                         std::string name, std::vector<child_spec> children,
+                         context_ptr ctx);
 
 } // namespace ef

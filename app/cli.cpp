@@ -12,13 +12,12 @@ config_options::config_options(CLI::App& sub)
     config::settings defaults;
     auto values = cli_values_;
     auto key = opt.key;
-    sub.add_option_function<std::string>(
-           "--" + opt.key,
-           [values, key](const std::string& v) {
-             values->emplace_back(key, v);
-           },
-           opt.description + " (default: \"" + opt.render(defaults) + "\")")
-        ->group("Configuration");
+    sub
+      .add_option_function<std::string>(
+        "--" + opt.key,
+        [values, key](const std::string& v) { values->emplace_back(key, v); },
+        opt.description + " (default: \"" + opt.render(defaults) + "\")")
+      ->group("Configuration");
   }
 }
 

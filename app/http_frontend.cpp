@@ -107,9 +107,9 @@ create_order parse_create(const httplib::Request& req) {
     if (!item.is_object())
       throw bad_request{400, "must be an object", field};
     cmd.items.push_back(
-        {require_string(item, "sku", field + ".sku"),
-         require_int(item, "qty", field + ".qty"),
-         require_int(item, "price_cents", field + ".price_cents")});
+      {require_string(item, "sku", field + ".sku"),
+       require_int(item, "qty", field + ".qty"),
+       require_int(item, "price_cents", field + ".price_cents")});
   }
   cmd.idempotency_key = req.get_header_value("Idempotency-Key");
   cmd.request_fingerprint = fingerprint(body);
@@ -192,31 +192,32 @@ struct http_frontend::impl {
   template <class Reply, class Command, class OnReply>
   void ask(httplib::Response& res, Command cmd, OnReply on_reply) {
     caf::scoped_actor self{sys};
-    self->request(root, std::chrono::milliseconds(cfg.http.request_timeout_ms),
-                  std::move(cmd))
-        .receive([&](Reply& reply) { on_reply(reply); },
-                 [&](caf::error& err) { send_caf_error(res, err); });
+    self
+      ->request(root, std::chrono::milliseconds(cfg.http.request_timeout_ms),
+                std::move(cmd))
+      .receive([&](Reply& reply) { on_reply(reply); },
+               [&](caf::error& err) { send_caf_error(res, err); });
   }
 
   void routes() {
     server.Post(
-        "/orders", [this](const httplib::Request& req, httplib::Response& res) {
-          create_order cmd;
-          try {
-            cmd = parse_create(req);
-          } catch (const bad_request& e) {
-            return send_error(res, e.status, e.message, e.field);
-          }
-          cmd.traceparent = traceparent_of(req);
-          ask<order_accepted>(res, std::move(cmd), [&](order_accepted& r) {
-            if (r.replayed)
-              res.set_header("Idempotent-Replayed", "true");
-            send_json(res, 201,
-                      {{"order_id", r.order_id},
-                       {"event_id", r.event_id},
-                       {"status", r.status}});
-          });
+      "/orders", [this](const httplib::Request& req, httplib::Response& res) {
+        create_order cmd;
+        try {
+          cmd = parse_create(req);
+        } catch (const bad_request& e) {
+          return send_error(res, e.status, e.message, e.field);
+        }
+        cmd.traceparent = traceparent_of(req);
+        ask<order_accepted>(res, std::move(cmd), [&](order_accepted& r) {
+          if (r.replayed)
+            res.set_header("Idempotent-Replayed", "true");
+          send_json(res, 201,
+                    {{"order_id", r.order_id},
+                     {"event_id", r.event_id},
+                     {"status", r.status}});
         });
+      });
     server.Post(R"(/orders/([^/]+)/cancel)", [this](const httplib::Request& req,
                                                     httplib::Response& res) {
       cancel_order cmd{req.matches[1], traceparent_of(req)};
@@ -238,16 +239,16 @@ struct http_frontend::impl {
     // Errors produced by httplib itself (404 route, 413 body) get the same
     // JSON shape as ours.
     server.set_error_handler(
-        [](const httplib::Request&, httplib::Response& res) {
-          if (!res.body.empty())
-            return;
-          if (res.status == 413)
-            send_error(res, 413, "request body too large", "body");
-          else if (res.status == 404)
-            send_error(res, 404, "no such route");
-          else
-            send_error(res, res.status, "request failed");
-        });
+      [](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty())
+          return;
+        if (res.status == 413)
+          send_error(res, 413, "request body too large", "body");
+        else if (res.status == 404)
+          send_error(res, 404, "no such route");
+        else
+          send_error(res, res.status, "request failed");
+      });
   }
 };
 

@@ -46,7 +46,7 @@ void setup_logging(const settings& cfg) {
   // Logs go to stderr; stdout carries only the machine-readable lines.
   spdlog::default_logger()->sinks().clear();
   spdlog::default_logger()->sinks().push_back(
-      std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
 }
 
 int serve(const settings& cfg) {
@@ -59,13 +59,13 @@ int serve(const settings& cfg) {
   // linger half-alive: report and shut down with a failure status.
   static std::atomic<bool> tree_failed{false};
   caf::actor_cast<caf::abstract_actor*>(root)->attach_functor(
-      [](const caf::error& reason) {
-        if (reason != caf::exit_reason::user_shutdown) {
-          spdlog::critical("supervision tree failed: {}", to_string(reason));
-          tree_failed = true;
-          kill(getpid(), SIGTERM);
-        }
-      });
+    [](const caf::error& reason) {
+      if (reason != caf::exit_reason::user_shutdown) {
+        spdlog::critical("supervision tree failed: {}", to_string(reason));
+        tree_failed = true;
+        kill(getpid(), SIGTERM);
+      }
+    });
   ef::app::http_frontend http(sys, root, cfg);
   http.start();
   std::cout << "ready http=" << http.url()
@@ -93,8 +93,8 @@ int migrate(const settings& cfg) {
   auto dsn = cfg.database.url;
   if (dsn.empty()) {
     pg = std::make_unique<ef::persistence::embedded_postgres>(
-        ef::persistence::embedded_postgres::options{
-            cfg.database.data_dir, cfg.database.pg_bin_dir, cfg.database.port});
+      ef::persistence::embedded_postgres::options{
+        cfg.database.data_dir, cfg.database.pg_bin_dir, cfg.database.port});
     dsn = pg->dsn();
   }
   auto applied = ef::persistence::migrate(dsn);
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
                  int (*run)(const settings&)) {
     auto* sub = app.add_subcommand(name, help);
     commands.push_back(
-        {sub, std::make_unique<ef::app::config_options>(*sub), run});
+      {sub, std::make_unique<ef::app::config_options>(*sub), run});
   };
   add("serve", "run API, relay shards and consumers", serve);
   add("broker",
@@ -128,9 +128,10 @@ int main(int argc, char** argv) {
       "bootstrap servers",
       broker);
   add("migrate", "apply pending schema migrations and exit", migrate);
-  app.add_subcommand("config-reference",
-                     "print the configuration reference (Markdown)")
-      ->callback([] { std::cout << ef::config::reference_markdown(); });
+  app
+    .add_subcommand("config-reference",
+                    "print the configuration reference (Markdown)")
+    ->callback([] { std::cout << ef::config::reference_markdown(); });
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (auto* sub : app.get_subcommands({}))

@@ -24,7 +24,7 @@ runtime::runtime(const config::settings& cfg) {
   }
   if (cfg.kafka.brokers.empty()) {
     broker_ = std::make_unique<kafka::embedded_broker>(
-        cfg.kafka.embedded_brokers, broker_topics(cfg));
+      cfg.kafka.embedded_brokers, broker_topics(cfg));
     endpoints_.kafka_brokers = broker_->bootstrap_servers();
     spdlog::info("started in-process Kafka broker at {}",
                  endpoints_.kafka_brokers);

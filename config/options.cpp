@@ -82,8 +82,7 @@ std::optional<std::string> log_level(const std::string& v) {
                                             "warn",  "error", "off"};
   if (levels.count(v) == 0)
     return std::optional<std::string>{
-        "must be one of trace, debug, info, warn, error, off; got \"" + v +
-        "\""};
+      "must be one of trace, debug, info, warn, error, off; got \"" + v + "\""};
   return std::nullopt;
 }
 
@@ -94,39 +93,66 @@ std::optional<std::string> topic_name(const std::string& v) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
           c == '-'))
       return std::optional<std::string>{
-          "may contain only [a-zA-Z0-9._-], got \"" + v + "\""};
+        "may contain only [a-zA-Z0-9._-], got \"" + v + "\""};
   return std::nullopt;
 }
 
-option consumers_opt() {
+/// A comma-separated list whose every element must be in `known`.
+option list_opt(std::string key, field_ref<std::vector<std::string>> field,
+                std::vector<std::string> known, std::string description) {
   option o;
-  o.key = "consumer.enabled";
-  o.description = "comma-separated consumers to run: fulfillment, billing";
-  o.apply = [](settings& s, const std::string& v) {
-    static const std::set<std::string> known{"fulfillment", "billing"};
+  o.key = key;
+  o.description = std::move(description);
+  o.apply = [field, known, key](settings& s, const std::string& v) {
     std::vector<std::string> names;
     std::stringstream in(v);
     std::string name;
     while (std::getline(in, name, ',')) {
       if (name.empty())
         continue;
-      if (known.count(name) == 0)
-        return std::optional<std::string>{"unknown consumer \"" + name +
-                                          "\" (known: fulfillment, "
-                                          "billing)"};
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string all;
+        for (auto& k : known)
+          all += (all.empty() ? "" : ", ") + k;
+        return std::optional<std::string>{"unknown name \"" + name +
+                                          "\" (known: " + all + ")"};
+      }
       if (std::find(names.begin(), names.end(), name) != names.end())
-        return std::optional<std::string>{"consumer \"" + name +
-                                          "\" listed twice"};
+        return std::optional<std::string>{"\"" + name + "\" listed twice"};
       names.push_back(name);
     }
-    s.consumer.enabled = std::move(names);
+    field(s) = std::move(names);
     return std::optional<std::string>{};
   };
-  o.render = [](const settings& s) {
+  o.render = [field](const settings& s) {
     std::string out;
-    for (auto& n : s.consumer.enabled)
+    for (auto& n : field(const_cast<settings&>(s)))
       out += (out.empty() ? "" : ",") + n;
     return out;
+  };
+  return o;
+}
+
+option probability_opt(std::string key, field_ref<double> field,
+                       std::string description) {
+  option o;
+  o.key = std::move(key);
+  o.description = std::move(description);
+  o.apply = [field](settings& s, const std::string& v) {
+    errno = 0;
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    if (v.empty() || errno != 0 || *end != '\0')
+      return std::optional<std::string>{"expected a number, got \"" + v + "\""};
+    if (!(d >= 0.0 && d <= 1.0))
+      return std::optional<std::string>{"must be between 0 and 1, got " + v};
+    field(s) = d;
+    return std::optional<std::string>{};
+  };
+  o.render = [field](const settings& s) {
+    std::ostringstream out;
+    out << field(const_cast<settings&>(s));
+    return out.str();
   };
   return o;
 }
@@ -137,119 +163,139 @@ std::vector<option> make_options() {
   std::vector<option> v;
   // -- http ----------------------------------------------------------------
   v.push_back(str_opt(
-      "http.host", [](settings& s) -> std::string& { return s.http.host; },
-      non_empty, "address the HTTP API binds to"));
+    "http.host", [](settings& s) -> std::string& { return s.http.host; },
+    non_empty, "address the HTTP API binds to"));
   v.push_back(int_opt<int>(
-      "http.port", [](settings& s) -> int& { return s.http.port; }, 0, 65535,
-      "HTTP API port; 0 picks a free port (printed in the ready line)"));
+    "http.port", [](settings& s) -> int& { return s.http.port; }, 0, 65535,
+    "HTTP API port; 0 picks a free port (printed in the ready line)"));
   v.push_back(int_opt<std::int64_t>(
-      "http.max-body-bytes",
-      [](settings& s) -> std::int64_t& { return s.http.max_body_bytes; }, 1,
-      64 * 1024 * 1024, "largest accepted request body; larger gets 413"));
+    "http.max-body-bytes",
+    [](settings& s) -> std::int64_t& { return s.http.max_body_bytes; }, 1,
+    64 * 1024 * 1024, "largest accepted request body; larger gets 413"));
   v.push_back(int_opt<int>(
-      "http.threads", [](settings& s) -> int& { return s.http.threads; }, 1,
-      256, "HTTP worker threads (each keep-alive connection pins one)"));
+    "http.threads", [](settings& s) -> int& { return s.http.threads; }, 1, 256,
+    "HTTP worker threads (each keep-alive connection pins one)"));
   v.push_back(int_opt<int>(
-      "http.request-timeout-ms",
-      [](settings& s) -> int& { return s.http.request_timeout_ms; }, 100,
-      600000, "how long a request waits for the API actor before 503"));
+    "http.request-timeout-ms",
+    [](settings& s) -> int& { return s.http.request_timeout_ms; }, 100, 600000,
+    "how long a request waits for the API actor before 503"));
   // -- database ------------------------------------------------------------
   v.push_back(str_opt(
-      "database.url",
-      [](settings& s) -> std::string& { return s.database.url; }, nullptr,
-      "libpq connection string; empty starts a private PostgreSQL cluster"));
+    "database.url", [](settings& s) -> std::string& { return s.database.url; },
+    nullptr,
+    "libpq connection string; empty starts a private PostgreSQL cluster"));
   v.push_back(str_opt(
-      "database.data-dir",
-      [](settings& s) -> std::string& { return s.database.data_dir; },
-      non_empty,
-      "data directory of the private cluster (used when database.url is "
-      "empty)"));
+    "database.data-dir",
+    [](settings& s) -> std::string& { return s.database.data_dir; }, non_empty,
+    "data directory of the private cluster (used when database.url is "
+    "empty)"));
   v.push_back(str_opt(
-      "database.pg-bin-dir",
-      [](settings& s) -> std::string& { return s.database.pg_bin_dir; },
-      non_empty, "where initdb and postgres live (private cluster only)"));
+    "database.pg-bin-dir",
+    [](settings& s) -> std::string& { return s.database.pg_bin_dir; },
+    non_empty, "where initdb and postgres live (private cluster only)"));
   v.push_back(int_opt<int>(
-      "database.port", [](settings& s) -> int& { return s.database.port; }, 0,
-      65535, "port of the private cluster; 0 picks a free one"));
+    "database.port", [](settings& s) -> int& { return s.database.port; }, 0,
+    65535, "port of the private cluster; 0 picks a free one"));
   v.push_back(int_opt<int>(
-      "database.connect-timeout-s",
-      [](settings& s) -> int& { return s.database.connect_timeout_s; }, 1, 600,
-      "libpq connect_timeout, bounds how long an outage blocks a request"));
+    "database.connect-timeout-s",
+    [](settings& s) -> int& { return s.database.connect_timeout_s; }, 1, 600,
+    "libpq connect_timeout, bounds how long an outage blocks a request"));
   // -- kafka ---------------------------------------------------------------
   v.push_back(str_opt(
-      "kafka.brokers",
-      [](settings& s) -> std::string& { return s.kafka.brokers; }, nullptr,
-      "bootstrap servers; empty starts an in-process broker"));
+    "kafka.brokers",
+    [](settings& s) -> std::string& { return s.kafka.brokers; }, nullptr,
+    "bootstrap servers; empty starts an in-process broker"));
   v.push_back(str_opt(
-      "kafka.topic", [](settings& s) -> std::string& { return s.kafka.topic; },
-      topic_name, "topic the order events are published to"));
+    "kafka.topic", [](settings& s) -> std::string& { return s.kafka.topic; },
+    topic_name, "topic the order events are published to"));
   v.push_back(int_opt<int>(
-      "kafka.partitions",
-      [](settings& s) -> int& { return s.kafka.partitions; }, 1, 1000,
-      "partitions of the topic created by the in-process broker"));
+    "kafka.partitions", [](settings& s) -> int& { return s.kafka.partitions; },
+    1, 1000, "partitions of the topic created by the in-process broker"));
   v.push_back(int_opt<int>(
-      "kafka.embedded-brokers",
-      [](settings& s) -> int& { return s.kafka.embedded_brokers; }, 1, 10,
-      "brokers in the in-process cluster"));
+    "kafka.embedded-brokers",
+    [](settings& s) -> int& { return s.kafka.embedded_brokers; }, 1, 10,
+    "brokers in the in-process cluster"));
   v.push_back(int_opt<int>(
-      "kafka.session-timeout-ms",
-      [](settings& s) -> int& { return s.kafka.session_timeout_ms; }, 1000,
-      300000, "consumer group session timeout (also paces rebalances)"));
+    "kafka.session-timeout-ms",
+    [](settings& s) -> int& { return s.kafka.session_timeout_ms; }, 1000,
+    300000, "consumer group session timeout (also paces rebalances)"));
   v.push_back(int_opt<int>(
-      "kafka.delivery-timeout-ms",
-      [](settings& s) -> int& { return s.kafka.delivery_timeout_ms; }, 1000,
-      max_int, "producer message.timeout.ms: when an unacked send fails"));
+    "kafka.delivery-timeout-ms",
+    [](settings& s) -> int& { return s.kafka.delivery_timeout_ms; }, 1000,
+    max_int, "producer message.timeout.ms: when an unacked send fails"));
   v.push_back(int_opt<int>(
-      "kafka.fetch-wait-max-ms",
-      [](settings& s) -> int& { return s.kafka.fetch_wait_max_ms; }, 1, 60000,
-      "longest a fetch waits for new records (consumer latency floor)"));
+    "kafka.fetch-wait-max-ms",
+    [](settings& s) -> int& { return s.kafka.fetch_wait_max_ms; }, 1, 60000,
+    "longest a fetch waits for new records (consumer latency floor)"));
   // -- api -----------------------------------------------------------------
   v.push_back(int_opt<int>(
-      "api.workers", [](settings& s) -> int& { return s.api.workers; }, 1, 64,
-      "API actors, each with its own database connection"));
+    "api.workers", [](settings& s) -> int& { return s.api.workers; }, 1, 64,
+    "API actors, each with its own database connection"));
   // -- relay ---------------------------------------------------------------
   v.push_back(int_opt<int>(
-      "relay.shards", [](settings& s) -> int& { return s.relay.shards; }, 1,
-      1024, "outbox shards; one relay actor per shard, owned cluster-wide"));
+    "relay.shards", [](settings& s) -> int& { return s.relay.shards; }, 1, 1024,
+    "outbox shards; one relay actor per shard, owned cluster-wide"));
   v.push_back(int_opt<int>(
-      "relay.batch-size",
-      [](settings& s) -> int& { return s.relay.batch_size; }, 1, 100000,
-      "unsent rows claimed and published per round"));
+    "relay.batch-size", [](settings& s) -> int& { return s.relay.batch_size; },
+    1, 100000, "unsent rows claimed and published per round"));
   v.push_back(int_opt<int>(
-      "relay.poll-interval-ms",
-      [](settings& s) -> int& { return s.relay.poll_interval_ms; }, 10, 3600000,
-      "fallback poll when no NOTIFY arrives"));
+    "relay.poll-interval-ms",
+    [](settings& s) -> int& { return s.relay.poll_interval_ms; }, 10, 3600000,
+    "fallback poll when no NOTIFY arrives"));
   // -- consumer ------------------------------------------------------------
-  v.push_back(consumers_opt());
+  v.push_back(list_opt(
+    "consumer.enabled",
+    [](settings& s) -> std::vector<std::string>& { return s.consumer.enabled; },
+    {"fulfillment", "billing"},
+    "comma-separated consumers to run: fulfillment, billing"));
   v.push_back(int_opt<int>(
-      "consumer.max-in-flight",
-      [](settings& s) -> int& { return s.consumer.max_in_flight; }, 1, 100000,
-      "records handed to a partition actor before its partition is paused"));
+    "consumer.max-in-flight",
+    [](settings& s) -> int& { return s.consumer.max_in_flight; }, 1, 100000,
+    "records handed to a partition actor before its partition is paused"));
   v.push_back(int_opt<int>(
-      "consumer.retry-backoff-ms",
-      [](settings& s) -> int& { return s.consumer.retry_backoff_ms; }, 1, 60000,
-      "first delay before retrying a record that could not be applied yet"));
+    "consumer.retry-backoff-ms",
+    [](settings& s) -> int& { return s.consumer.retry_backoff_ms; }, 1, 60000,
+    "first delay before retrying a record that could not be applied yet"));
   v.push_back(int_opt<int>(
-      "consumer.retry-backoff-max-ms",
-      [](settings& s) -> int& { return s.consumer.retry_backoff_max_ms; }, 1,
-      3600000, "largest delay between retries of one record"));
+    "consumer.retry-backoff-max-ms",
+    [](settings& s) -> int& { return s.consumer.retry_backoff_max_ms; }, 1,
+    3600000, "largest delay between retries of one record"));
   // -- supervisor ----------------------------------------------------------
   v.push_back(int_opt<int>(
-      "supervisor.max-restarts",
-      [](settings& s) -> int& { return s.supervisor.max_restarts; }, 0, 1000000,
-      "restarts allowed within supervisor.restart-window-s before escalating"));
+    "supervisor.max-restarts",
+    [](settings& s) -> int& { return s.supervisor.max_restarts; }, 0, 1000000,
+    "restarts allowed within supervisor.restart-window-s before escalating"));
   v.push_back(int_opt<int>(
-      "supervisor.restart-window-s",
-      [](settings& s) -> int& { return s.supervisor.restart_window_s; }, 1,
-      86400, "window for supervisor.max-restarts"));
+    "supervisor.restart-window-s",
+    [](settings& s) -> int& { return s.supervisor.restart_window_s; }, 1, 86400,
+    "window for supervisor.max-restarts"));
   v.push_back(int_opt<int>(
-      "supervisor.restart-backoff-ms",
-      [](settings& s) -> int& { return s.supervisor.restart_backoff_ms; }, 0,
-      60000, "delay before a crashed actor is started again"));
+    "supervisor.restart-backoff-ms",
+    [](settings& s) -> int& { return s.supervisor.restart_backoff_ms; }, 0,
+    60000, "delay before a crashed actor is started again"));
+  // -- chaos ---------------------------------------------------------------
+  v.push_back(list_opt(
+    "chaos.points",
+    [](settings& s) -> std::vector<std::string>& { return s.chaos.points; },
+    {"api.after_commit_before_reply", "relay.after_publish_before_ack",
+     "relay.after_ack_before_mark", "consumer.before_db_commit",
+     "consumer.after_db_before_offset", "dlq.after_dlq_ack_before_offset"},
+    "crash points to enable (comma-separated); empty: chaos off"));
+  v.push_back(probability_opt(
+    "chaos.rate", [](settings& s) -> double& { return s.chaos.rate; },
+    "probability that an enabled point crashes its actor per evaluation"));
+  v.push_back(int_opt<std::uint64_t>(
+    "chaos.seed", [](settings& s) -> std::uint64_t& { return s.chaos.seed; }, 0,
+    std::numeric_limits<std::int64_t>::max(),
+    "seed of the deterministic crash decisions"));
+  v.push_back(int_opt<int>(
+    "chaos.max-crashes-per-event",
+    [](settings& s) -> int& { return s.chaos.max_crashes_per_event; }, 1, 1000,
+    "crashes one point may inject for one event before it lets it pass"));
   // -- log -----------------------------------------------------------------
   v.push_back(str_opt(
-      "log.level", [](settings& s) -> std::string& { return s.log.level; },
-      log_level, "trace, debug, info, warn, error or off"));
+    "log.level", [](settings& s) -> std::string& { return s.log.level; },
+    log_level, "trace, debug, info, warn, error or off"));
   return v;
 }
 

@@ -18,7 +18,7 @@ struct option {
   /// Parses and validates `value` into `s`; returns an error text on failure.
   std::function<std::optional<std::string>(settings& s,
                                            const std::string& value)>
-      apply;
+    apply;
   /// Renders the current value of this key in `s` (used for defaults).
   std::function<std::string(const settings& s)> render;
 };

@@ -58,6 +58,13 @@ struct settings {
     int restart_backoff_ms = 50;
   } supervisor;
 
+  struct chaos_section {
+    std::vector<std::string> points; ///< enabled crash points
+    double rate = 0.0;               ///< crash probability per evaluation
+    std::uint64_t seed = 1;          ///< decides which evaluations crash
+    int max_crashes_per_event = 2;   ///< per point; guarantees progress
+  } chaos;
+
   struct log_section {
     std::string level = "info";
   } log;

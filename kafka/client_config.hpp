@@ -16,7 +16,7 @@ namespace ef::kafka {
 inline std::unique_ptr<RdKafka::Conf>
 make_conf(const std::map<std::string, std::string>& props) {
   std::unique_ptr<RdKafka::Conf> conf(
-      RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::string err;
   for (auto& [k, v] : props)
     if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)

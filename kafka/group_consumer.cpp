@@ -60,17 +60,17 @@ group_consumer::group_consumer(const std::string& brokers,
   impl_->topic = topic;
   impl_->rebalance = std::make_unique<rebalancer>(std::move(cbs));
   auto conf = make_conf(
-      {{"bootstrap.servers", brokers},
-       {"group.id", group},
-       {"enable.auto.commit", "false"},
-       {"enable.auto.offset.store", "false"},
-       {"auto.offset.reset", "earliest"},
-       {"enable.partition.eof", "false"},
-       {"partition.assignment.strategy", "range"},
-       {"log.connection.close", "false"},
-       {"session.timeout.ms", std::to_string(session_timeout_ms)},
-       {"fetch.wait.max.ms", std::to_string(fetch_wait_max_ms)},
-       {"heartbeat.interval.ms", std::to_string(session_timeout_ms / 4)}});
+    {{"bootstrap.servers", brokers},
+     {"group.id", group},
+     {"enable.auto.commit", "false"},
+     {"enable.auto.offset.store", "false"},
+     {"auto.offset.reset", "earliest"},
+     {"enable.partition.eof", "false"},
+     {"partition.assignment.strategy", "range"},
+     {"log.connection.close", "false"},
+     {"session.timeout.ms", std::to_string(session_timeout_ms)},
+     {"fetch.wait.max.ms", std::to_string(fetch_wait_max_ms)},
+     {"heartbeat.interval.ms", std::to_string(session_timeout_ms / 4)}});
   std::string err;
   if (conf->set("rebalance_cb", impl_->rebalance.get(), err) !=
       RdKafka::Conf::CONF_OK)
@@ -117,7 +117,7 @@ std::optional<partition_record> group_consumer::poll(int timeout_ms) {
 }
 
 std::string group_consumer::commit(
-    const std::vector<std::pair<std::int32_t, std::int64_t>>& next_offsets) {
+  const std::vector<std::pair<std::int32_t, std::int64_t>>& next_offsets) {
   tp_list l;
   for (auto& [p, o] : next_offsets)
     l.v.push_back(RdKafka::TopicPartition::create(impl_->topic, p, o));
@@ -144,8 +144,8 @@ std::int64_t group_consumer::committed(std::int32_t partition, int timeout_ms) {
 
 void group_consumer::seek(std::int32_t partition, std::int64_t offset) {
   std::unique_ptr<RdKafka::TopicPartition> tp(RdKafka::TopicPartition::create(
-      impl_->topic, partition,
-      offset < 0 ? RdKafka::Topic::OFFSET_BEGINNING : offset));
+    impl_->topic, partition,
+    offset < 0 ? RdKafka::Topic::OFFSET_BEGINNING : offset));
   auto rc = impl_->consumer->seek(*tp, 5000);
   if (rc != RdKafka::ERR_NO_ERROR)
     throw std::runtime_error("cannot seek partition " +

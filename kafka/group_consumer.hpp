@@ -37,7 +37,7 @@ public:
   /// Commits "next offset to read" per partition, synchronously. Returns an
   /// error text on failure (e.g. the partition was revoked meanwhile).
   std::string commit(
-      const std::vector<std::pair<std::int32_t, std::int64_t>>& next_offsets);
+    const std::vector<std::pair<std::int32_t, std::int64_t>>& next_offsets);
 
   /// The group's committed next offset for `partition` (-1: none).
   std::int64_t committed(std::int32_t partition, int timeout_ms = 5000);

@@ -15,7 +15,7 @@ std::unique_ptr<RdKafka::KafkaConsumer> make_reader(const std::string& brokers,
                          {"enable.partition.eof", "false"}});
   std::string err;
   std::unique_ptr<RdKafka::KafkaConsumer> c(
-      RdKafka::KafkaConsumer::create(conf.get(), err));
+    RdKafka::KafkaConsumer::create(conf.get(), err));
   if (!c)
     throw std::runtime_error("cannot create kafka reader: " + err);
   return c;
@@ -67,7 +67,7 @@ std::vector<stored_record> read_all(const std::string& brokers,
   std::vector<RdKafka::TopicPartition*> parts;
   for (int p = 0; p < partitions; ++p)
     parts.push_back(RdKafka::TopicPartition::create(
-        topic, p, RdKafka::Topic::OFFSET_BEGINNING));
+      topic, p, RdKafka::Topic::OFFSET_BEGINNING));
   c->assign(parts);
   RdKafka::TopicPartition::destroy(parts);
   std::vector<stored_record> out;
@@ -87,8 +87,8 @@ std::vector<stored_record> read_all(const std::string& brokers,
     }
     idle = 0;
     stored_record r{
-        m->partition(), m->offset(), m->key() ? *m->key() : "",
-        std::string(static_cast<const char*>(m->payload()), m->len()), ""};
+      m->partition(), m->offset(), m->key() ? *m->key() : "",
+      std::string(static_cast<const char*>(m->payload()), m->len()), ""};
     if (auto* h = m->headers()) {
       auto v = h->get_last("event_id");
       if (v.err() == RdKafka::ERR_NO_ERROR && v.value() != nullptr)

@@ -14,17 +14,19 @@ class report_sink : public RdKafka::DeliveryReportCb {
 public:
   void dr_cb(RdKafka::Message& m) override {
     auto* slot = static_cast<delivery*>(m.msg_opaque());
-    if (slot == nullptr)
+    // After an abandoned publish the slots are gone; reports still arrive.
+    if (slot == nullptr || !active)
       return;
     slot->persisted = m.err() == RdKafka::ERR_NO_ERROR &&
                       m.status() == RdKafka::Message::MSG_STATUS_PERSISTED;
     if (!slot->persisted)
       slot->error = m.err() == RdKafka::ERR_NO_ERROR
-                        ? "delivery not persisted"
-                        : RdKafka::err2str(m.err());
+                      ? "delivery not persisted"
+                      : RdKafka::err2str(m.err());
     ++done;
   }
   size_t done = 0;
+  bool active = false;
 };
 
 } // namespace
@@ -69,13 +71,13 @@ outbox_producer::outbox_producer(const std::string& brokers,
                                  const std::string& client_id)
     : impl_(std::make_unique<impl>()) {
   auto conf =
-      make_conf({{"bootstrap.servers", brokers},
-                 {"client.id", client_id},
-                 {"enable.idempotence", "true"},
-                 {"acks", "all"},
-                 {"linger.ms", "1"},
-                 {"log.connection.close", "false"},
-                 {"message.timeout.ms", std::to_string(delivery_timeout_ms)}});
+    make_conf({{"bootstrap.servers", brokers},
+               {"client.id", client_id},
+               {"enable.idempotence", "true"},
+               {"acks", "all"},
+               {"linger.ms", "1"},
+               {"log.connection.close", "false"},
+               {"message.timeout.ms", std::to_string(delivery_timeout_ms)}});
   std::string err;
   if (conf->set("dr_cb", &impl_->sink, err) != RdKafka::Conf::CONF_OK)
     throw std::runtime_error("kafka dr_cb: " + err);
@@ -92,9 +94,11 @@ outbox_producer::~outbox_producer() {
 }
 
 std::vector<delivery>
-outbox_producer::publish(const std::vector<order_event>& events) {
+outbox_producer::publish(const std::vector<order_event>& events,
+                         const std::function<void()>& after_send) {
   std::vector<delivery> out(events.size());
   impl_->sink.done = 0;
+  impl_->sink.active = true;
   for (size_t i = 0; i < events.size(); ++i) {
     auto& ev = events[i];
     auto* headers = RdKafka::Headers::create();
@@ -104,20 +108,33 @@ outbox_producer::publish(const std::vector<order_event>& events) {
       headers->add("traceparent", ev.traceparent);
     impl_->produce(ev.order_id, encode_value(ev), headers, &out[i]);
   }
+  if (after_send) {
+    try {
+      after_send();
+    } catch (...) {
+      // The caller abandons the batch with records in flight; their reports
+      // must not touch `out` any more.
+      impl_->sink.active = false;
+      throw;
+    }
+  }
   impl_->await_reports(events.size());
+  impl_->sink.active = false;
   return out;
 }
 
 delivery outbox_producer::publish_raw(
-    const std::string& key, const std::string& value,
-    const std::vector<std::pair<std::string, std::string>>& headers) {
+  const std::string& key, const std::string& value,
+  const std::vector<std::pair<std::string, std::string>>& headers) {
   delivery out;
   impl_->sink.done = 0;
+  impl_->sink.active = true;
   auto* h = RdKafka::Headers::create();
   for (auto& [k, v] : headers)
     h->add(k, v);
   impl_->produce(key, value, h, &out);
   impl_->await_reports(1);
+  impl_->sink.active = false;
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include "messages/events.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,8 +25,10 @@ public:
   ~outbox_producer();
 
   /// One delivery per event, same order as `events`. Never returns before
-  /// each record is either acknowledged or failed.
-  std::vector<delivery> publish(const std::vector<order_event>& events);
+  /// each record is either acknowledged or failed. `after_send` runs once
+  /// all records are handed to the client, before any report is awaited.
+  std::vector<delivery> publish(const std::vector<order_event>& events,
+                                const std::function<void()>& after_send = {});
 
   /// Raw produce of an already encoded value, e.g. to put a test record or
   /// a replay onto the topic. Returns the delivery.

@@ -10,9 +10,9 @@ namespace ef {
 std::string new_uuid_v7() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   auto ms = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+    std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch())
+      .count());
   std::uint64_t hi = (ms << 16) | 0x7000 | (rng() & 0x0fff);
   std::uint64_t lo = (rng() & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;
   static const char* hex = "0123456789abcdef";

@@ -21,7 +21,7 @@ std::string with_connect_timeout(const std::string& dsn, int seconds) {
     return dsn;
   auto param = "connect_timeout=" + std::to_string(seconds);
   bool uri =
-      dsn.rfind("postgres://", 0) == 0 || dsn.rfind("postgresql://", 0) == 0;
+    dsn.rfind("postgres://", 0) == 0 || dsn.rfind("postgresql://", 0) == 0;
   if (!uri)
     return dsn.empty() ? param : dsn + " " + param;
   return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + param;
@@ -65,13 +65,17 @@ void rethrow_as_db_error() {
                    : transient ? db_errc::transient
                                : db_errc::permanent,
                    e.what(), state);
+  } catch (const pqxx::failure& e) {
+    // libpq-level errors that are not SQL errors, e.g. a socket error seen
+    // while reading a result.
+    throw db_error(db_errc::unavailable, e.what());
   } catch (const pqxx::usage_error& e) {
     throw db_error(db_errc::permanent, e.what());
-  } catch (const std::exception& e) {
-    // pqxx::failure covers libpq-level errors that are not SQL errors, e.g.
-    // a socket error seen while reading a result.
-    throw db_error(db_errc::unavailable, e.what());
+  } catch (const pqxx::conversion_error& e) {
+    throw db_error(db_errc::permanent, e.what());
   }
+  // Anything else is not a database failure (e.g. a crash injected by a
+  // caller's hook): it propagates unchanged.
 }
 
 session::session(std::string dsn, preparer prepare)

@@ -16,8 +16,9 @@ namespace ef::persistence {
 /// surface (a relay's advisory lock dies with it), never be silently replaced.
 std::unique_ptr<pqxx::connection> open_connection(const std::string& dsn);
 
-/// Converts the exception in flight into a classified db_error and throws it.
-/// Call only from inside a catch block.
+/// Converts the libpqxx exception in flight into a classified db_error and
+/// throws it; other exceptions are rethrown unchanged. Call only from inside
+/// a catch block.
 [[noreturn]] void rethrow_as_db_error();
 
 /// A lazily (re)opened connection with prepared statements, reopened after it

@@ -42,8 +42,8 @@ run_as server_account() {
   auto* pw = getpwnam("postgres");
   if (pw == nullptr)
     throw std::runtime_error(
-        "running as root, but there is no \"postgres\" user to run the private "
-        "PostgreSQL cluster as (install the postgresql package)");
+      "running as root, but there is no \"postgres\" user to run the private "
+      "PostgreSQL cluster as (install the postgresql package)");
   r.drop = true;
   r.uid = pw->pw_uid;
   r.gid = pw->pw_gid;

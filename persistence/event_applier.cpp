@@ -100,7 +100,8 @@ event_applier::event_applier(std::string dsn, std::string consumer)
 
 event_applier::~event_applier() = default;
 
-apply_outcome event_applier::apply(const order_event& ev) {
+apply_outcome event_applier::apply(const order_event& ev,
+                                   const std::function<void()>& before_commit) {
   if (ev.event_type != order_created_type &&
       ev.event_type != order_cancelled_type)
     throw db_error(db_errc::permanent,
@@ -117,10 +118,12 @@ apply_outcome event_applier::apply(const order_event& ev) {
     order_row o{r[0][0].as<std::string>(), r[0][1].as<std::string>(),
                 r[0][2].as<std::int64_t>()};
     auto e = kind_ == consumer_kind::fulfillment
-                 ? apply_fulfillment(w, ev, o)
-                 : apply_billing(w, ev, o, consumer_);
+               ? apply_fulfillment(w, ev, o)
+               : apply_billing(w, ev, o, consumer_);
     w.exec_prepared("effect", consumer_, ev.event_id, ev.order_id, e.kind,
                     e.amount_cents);
+    if (before_commit)
+      before_commit();
     w.commit();
     return apply_outcome::applied;
   } catch (...) {

@@ -2,6 +2,7 @@
 
 #include "messages/events.hpp"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -47,7 +48,10 @@ public:
   event_applier(std::string dsn, std::string consumer);
   ~event_applier();
 
-  apply_outcome apply(const order_event& ev);
+  /// `before_commit` runs inside the transaction after the business change,
+  /// right before COMMIT (a crash there rolls everything back).
+  apply_outcome apply(const order_event& ev,
+                      const std::function<void()>& before_commit = {});
 
   const std::string& consumer() const { return consumer_; }
 

@@ -96,8 +96,8 @@ CREATE TABLE idempotency_keys (
 
 const std::vector<migration>& migrations() {
   static const std::vector<migration> all{
-      {1, "core: orders, outbox, processed_events, effects, accounts, keys",
-       v1_core},
+    {1, "core: orders, outbox, processed_events, effects, accounts, keys",
+     v1_core},
   };
   return all;
 }
@@ -114,7 +114,7 @@ std::vector<int> migrate(const std::string& dsn) {
              " version int PRIMARY KEY, name text NOT NULL,"
              " applied_at timestamptz NOT NULL DEFAULT now())");
       auto done = w.exec_params(
-          "SELECT 1 FROM schema_migrations WHERE version = $1", m.version);
+        "SELECT 1 FROM schema_migrations WHERE version = $1", m.version);
       if (!done.empty())
         continue; // the transaction rolls back; nothing to apply
       w.exec(m.sql);

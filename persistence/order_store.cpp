@@ -76,15 +76,15 @@ create_result order_store::create(const create_order& cmd) {
       // A concurrent request with the same key blocks here until the first
       // commits, then sees zero rows and reads the winner below.
       auto claimed =
-          w.exec_prepared("claim_key", cmd.idempotency_key,
-                          cmd.request_fingerprint, r.order_id, r.event_id);
+        w.exec_prepared("claim_key", cmd.idempotency_key,
+                        cmd.request_fingerprint, r.order_id, r.event_id);
       if (claimed.empty()) {
         w.abort();
         pqxx::read_transaction rt(db_->get());
         auto row = rt.exec_prepared1("find_key", cmd.idempotency_key);
         auto outcome = row[0].as<std::string>() == cmd.request_fingerprint
-                           ? create_result::replayed
-                           : create_result::key_conflict;
+                         ? create_result::replayed
+                         : create_result::key_conflict;
         return {outcome, row[1].as<std::string>(), row[2].as<std::string>(),
                 row[3].as<std::string>()};
       }

@@ -18,22 +18,20 @@ using place_atom = caf::atom_constant<caf::atom("place")>;
 /// reports (order_id, status) to whoever asked.
 caf::behavior shop_clerk(caf::event_based_actor* self, caf::actor eventforge) {
   return {
-      [=](place_atom, std::string customer) {
-        auto rp = self->make_response_promise();
-        create_order cmd{customer, {{"book", 2, 1250}}, "", "", ""};
-        self->request(eventforge, 10s, std::move(cmd))
-            .then(
-                [=](order_accepted& ok) mutable {
-                  self->request(eventforge, 10s, get_order{ok.order_id})
-                      .then(
-                          [=](order_view& v) mutable {
-                            rp.deliver(ok.order_id, v.json);
-                          },
-                          [=](caf::error& e) mutable { rp.deliver(e); });
-                },
+    [=](place_atom, std::string customer) {
+      auto rp = self->make_response_promise();
+      create_order cmd{customer, {{"book", 2, 1250}}, "", "", ""};
+      self->request(eventforge, 10s, std::move(cmd))
+        .then(
+          [=](order_accepted& ok) mutable {
+            self->request(eventforge, 10s, get_order{ok.order_id})
+              .then(
+                [=](order_view& v) mutable { rp.deliver(ok.order_id, v.json); },
                 [=](caf::error& e) mutable { rp.deliver(e); });
-        return rp;
-      },
+          },
+          [=](caf::error& e) mutable { rp.deliver(e); });
+      return rp;
+    },
   };
 }
 
@@ -52,19 +50,19 @@ TEST_CASE("host_application_actors_place_and_read_orders_through_the_"
   {
     caf::scoped_actor self{host};
     self->request(clerk, 20s, place_atom::value, std::string("host-customer"))
-        .receive(
-            [&](std::string& id, std::string& json) {
-              order_id = id;
-              view = json;
-            },
-            [&](caf::error& e) { FAIL("host actor got " << to_string(e)); });
+      .receive(
+        [&](std::string& id, std::string& json) {
+          order_id = id;
+          view = json;
+        },
+        [&](caf::error& e) { FAIL("host actor got " << to_string(e)); });
     // Invalid commands from a host actor are refused like bad HTTP input.
     self->request(root, 10s, create_order{"c", {}, "", "", ""})
-        .receive([&](order_accepted&) { FAIL("empty order accepted"); },
-                 [&](caf::error& e) {
-                   CHECK(e.category() == api_error_category());
-                   CHECK(e.code() == static_cast<uint8_t>(api_errc::invalid));
-                 });
+      .receive([&](order_accepted&) { FAIL("empty order accepted"); },
+               [&](caf::error& e) {
+                 CHECK(e.category() == api_error_category());
+                 CHECK(e.code() == static_cast<uint8_t>(api_errc::invalid));
+               });
   }
   REQUIRE_FALSE(order_id.empty());
   CHECK(test::json_field(view, "customer_id") == "host-customer");

@@ -35,36 +35,36 @@ TEST_CASE("bad_order_bodies_get_400_naming_the_field_and_write_nothing") {
   };
   std::string item = R"("sku":"a","price_cents":100)";
   for (
-      auto& b : std::vector<bad>{
-          {"{not json", "body"},
-          {"[1,2]", "body"},
-          {R"({"items":[{"sku":"a","qty":1,"price_cents":1}]})", "customer_id"},
-          {R"({"customer_id":7,"items":[{"sku":"a","qty":1,"price_cents":1}]})",
-           "customer_id"},
-          {R"({"customer_id":"","items":[{"sku":"a","qty":1,"price_cents":1}]})",
-           "customer_id"},
-          {R"({"customer_id":"c"})", "items"},
-          {R"({"customer_id":"c","items":{}})", "items"},
-          {R"({"customer_id":"c","items":[]})", "items"},
-          {R"({"customer_id":"c","items":[7]})", "items[0]"},
-          {R"({"customer_id":"c","items":[{)" + item + "}]}", "items[0].qty"},
-          {R"({"customer_id":"c","items":[{)" + item + R"(,"qty":"2"}]})",
-           "items[0].qty"},
-          {R"({"customer_id":"c","items":[{)" + item + R"(,"qty":2.5}]})",
-           "items[0].qty"},
-          {R"({"customer_id":"c","items":[{)" + item + R"(,"qty":0}]})",
-           "items[0].qty"},
-          {R"({"customer_id":"c","items":[{)" + item + R"(,"qty":-3}]})",
-           "items[0].qty"},
-          {R"({"customer_id":"c","items":[{"sku":"a","qty":1,"price_cents":-1}]})",
-           "items[0].price_cents"},
-          {R"({"customer_id":"c","items":[{"sku":"","qty":1,"price_cents":1}]})",
-           "items[0].sku"},
-          {R"({"customer_id":"c","items":[{"qty":1,"price_cents":1}]})",
-           "items[0].sku"},
-          {R"({"customer_id":"c","items":[{"sku":"a","qty":1,"price_cents":1}, {"sku":"b","qty":99999999999999999999,"price_cents":1}]})",
-           "items[1].qty"},
-      }) {
+    auto& b : std::vector<bad>{
+      {"{not json", "body"},
+      {"[1,2]", "body"},
+      {R"({"items":[{"sku":"a","qty":1,"price_cents":1}]})", "customer_id"},
+      {R"({"customer_id":7,"items":[{"sku":"a","qty":1,"price_cents":1}]})",
+       "customer_id"},
+      {R"({"customer_id":"","items":[{"sku":"a","qty":1,"price_cents":1}]})",
+       "customer_id"},
+      {R"({"customer_id":"c"})", "items"},
+      {R"({"customer_id":"c","items":{}})", "items"},
+      {R"({"customer_id":"c","items":[]})", "items"},
+      {R"({"customer_id":"c","items":[7]})", "items[0]"},
+      {R"({"customer_id":"c","items":[{)" + item + "}]}", "items[0].qty"},
+      {R"({"customer_id":"c","items":[{)" + item + R"(,"qty":"2"}]})",
+       "items[0].qty"},
+      {R"({"customer_id":"c","items":[{)" + item + R"(,"qty":2.5}]})",
+       "items[0].qty"},
+      {R"({"customer_id":"c","items":[{)" + item + R"(,"qty":0}]})",
+       "items[0].qty"},
+      {R"({"customer_id":"c","items":[{)" + item + R"(,"qty":-3}]})",
+       "items[0].qty"},
+      {R"({"customer_id":"c","items":[{"sku":"a","qty":1,"price_cents":-1}]})",
+       "items[0].price_cents"},
+      {R"({"customer_id":"c","items":[{"sku":"","qty":1,"price_cents":1}]})",
+       "items[0].sku"},
+      {R"({"customer_id":"c","items":[{"qty":1,"price_cents":1}]})",
+       "items[0].sku"},
+      {R"({"customer_id":"c","items":[{"sku":"a","qty":1,"price_cents":1}, {"sku":"b","qty":99999999999999999999,"price_cents":1}]})",
+       "items[1].qty"},
+    }) {
     auto [status, body] = test::post_json(f.t.url(), "/orders", b.body);
     INFO("request " << b.body << " answered " << status << " " << body);
     CHECK(status == 400);
@@ -74,7 +74,7 @@ TEST_CASE("bad_order_bodies_get_400_naming_the_field_and_write_nothing") {
   CHECK(f.rows_written() == 0);
   // The process is alive and still takes good orders.
   auto [status, body] =
-      test::post_json(f.t.url(), "/orders", test::order_body("c", 1, 100));
+    test::post_json(f.t.url(), "/orders", test::order_body("c", 1, 100));
   CHECK(status == 201);
 }
 
@@ -90,17 +90,17 @@ TEST_CASE("oversized_body_wrong_content_type_and_unknown_orders_write_"
   CHECK(test::json_field(b413, "field") == "body");
 
   auto [s415, b415] = test::post_json(
-      f.t.url(), "/orders", test::order_body("c", 1, 1), "", "text/plain");
+    f.t.url(), "/orders", test::order_body("c", 1, 1), "", "text/plain");
   CHECK(s415 == 415);
   CHECK(test::json_field(b415, "field") == "Content-Type");
 
   auto unknown = "0190b6a8-1234-7abc-8def-0123456789ab";
   auto [s404, b404] = test::post_json(
-      f.t.url(), std::string("/orders/") + unknown + "/cancel", "");
+    f.t.url(), std::string("/orders/") + unknown + "/cancel", "");
   CHECK(s404 == 404);
   CHECK(test::json_field(b404, "field") == "order_id");
   auto [s404b, b404b] =
-      test::post_json(f.t.url(), "/orders/not-a-uuid/cancel", "");
+    test::post_json(f.t.url(), "/orders/not-a-uuid/cancel", "");
   CHECK(s404b == 404);
   httplib::Client cli(f.t.url());
   auto get = cli.Get((std::string("/orders/") + unknown).c_str());
@@ -131,7 +131,7 @@ TEST_CASE("idempotency_key_retry_returns_the_same_order_and_another_body_is_"
 TEST_CASE("cancel_writes_one_event_and_a_second_cancel_is_409") {
   api_fixture f;
   auto [s, b] =
-      test::post_json(f.t.url(), "/orders", test::order_body("c", 1, 100));
+    test::post_json(f.t.url(), "/orders", test::order_body("c", 1, 100));
   REQUIRE(s == 201);
   auto id = test::json_field(b, "order_id");
   auto [c1, cb1] = test::post_json(f.t.url(), "/orders/" + id + "/cancel", "");
@@ -146,7 +146,7 @@ TEST_CASE("cancel_writes_one_event_and_a_second_cancel_is_409") {
 TEST_CASE("database_down_answers_503_quickly_and_never_writes_half_an_order") {
   api_fixture f;
   auto [s0, b0] =
-      test::post_json(f.t.url(), "/orders", test::order_body("c", 1, 100));
+    test::post_json(f.t.url(), "/orders", test::order_body("c", 1, 100));
   REQUIRE(s0 == 201);
   f.db.server().stop(true); // crash the server
   auto t0 = std::chrono::steady_clock::now();
@@ -191,7 +191,7 @@ TEST_CASE("transaction_rolled_back_after_the_order_insert_leaves_no_order_"
   CHECK(f.rows_written() == 0);
   // A good order afterwards flows through; the doomed one never appears.
   auto [s2, b2] =
-      test::post_json(f.t.url(), "/orders", test::order_body("fine", 1, 100));
+    test::post_json(f.t.url(), "/orders", test::order_body("fine", 1, 100));
   REQUIRE(s2 == 201);
   REQUIRE(test::wait_until([&] {
     return f.db.scalar<int>("SELECT count(*) FROM processed_events") == 2;

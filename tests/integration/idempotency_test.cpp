@@ -20,10 +20,10 @@ namespace {
 
 bool group_at_log_end(const config::settings& cfg, const std::string& brokers) {
   auto ends =
-      kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
+    kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
   for (auto& c : cfg.consumer.enabled) {
     auto committed = kafka::committed_offsets(
-        brokers, "eventforge." + c, cfg.kafka.topic, cfg.kafka.partitions);
+      brokers, "eventforge." + c, cfg.kafka.topic, cfg.kafka.partitions);
     for (int p = 0; p < cfg.kafka.partitions; ++p)
       if (ends[p] > 0 && committed[p] != ends[p])
         return false;
@@ -46,7 +46,7 @@ TEST_CASE("event_produced_twice_onto_the_topic_gives_one_mark_and_one_"
   kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
   test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
   auto [s, b] =
-      test::post_json(t.url(), "/orders", test::order_body("c", 2, 1500));
+    test::post_json(t.url(), "/orders", test::order_body("c", 2, 1500));
   REQUIRE(s == 201);
   auto event_id = test::json_field(b, "event_id");
   REQUIRE(test::wait_until([&] {
@@ -64,10 +64,10 @@ TEST_CASE("event_produced_twice_onto_the_topic_gives_one_mark_and_one_"
                                 {{"event_id", records[0].event_id}});
   REQUIRE(d.persisted);
   REQUIRE(test::wait_until(
-      [&] { return group_at_log_end(cfg, broker.bootstrap_servers()); }));
+    [&] { return group_at_log_end(cfg, broker.bootstrap_servers()); }));
   CHECK(kafka::read_all(broker.bootstrap_servers(), cfg.kafka.topic,
                         cfg.kafka.partitions)
-            .size() == 2);
+          .size() == 2);
   CHECK(count(db, "processed_events", event_id) == 2);
   CHECK(count(db, "business_effects", event_id) == 2);
   CHECK(db.scalar<std::int64_t>("SELECT balance_cents FROM accounts WHERE "
@@ -83,10 +83,10 @@ TEST_CASE("concurrent_deliveries_of_one_event_to_two_workers_give_one_mark_"
   std::vector<order_event> events;
   for (int i = 0; i < n; ++i) {
     create_order cmd{
-        "customer-" + std::to_string(i % 7), {{"sku", 1, 250}}, "", "", ""};
+      "customer-" + std::to_string(i % 7), {{"sku", 1, 250}}, "", "", ""};
     auto r = orders.create(cmd);
     events.push_back(
-        {r.event_id, order_created_type, r.order_id, "", "{}", ""});
+      {r.event_id, order_created_type, r.order_id, "", "{}", ""});
   }
   for (std::string consumer : {"fulfillment", "billing"}) {
     // Two workers, each with its own connection, race on every event.
@@ -150,8 +150,8 @@ TEST_CASE("event_for_a_missing_order_is_rolled_back_without_a_mark_and_"
     std::this_thread::sleep_for(100ms);
   }
   db.exec(
-      "INSERT INTO orders (id, customer_id, status, total_cents) VALUES ('" +
-      order_id + "', 'late', 'created', 700)");
+    "INSERT INTO orders (id, customer_id, status, total_cents) VALUES ('" +
+    order_id + "', 'late', 'created', 700)");
   REQUIRE(test::wait_until([&] {
     return count(db, "processed_events", event_id) == 2 &&
            group_at_log_end(cfg, broker.bootstrap_servers());
@@ -173,9 +173,9 @@ TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
   auto created = orders.create({"late-c", {{"sku", 2, 500}}, "", "", ""});
   auto cancelled = orders.cancel(created.order_id, "");
   order_event create_ev{
-      created.event_id, order_created_type, created.order_id, "", "{}", ""};
+    created.event_id, order_created_type, created.order_id, "", "{}", ""};
   order_event cancel_ev{
-      cancelled.event_id, order_cancelled_type, created.order_id, "", "{}", ""};
+    cancelled.event_id, order_cancelled_type, created.order_id, "", "{}", ""};
   persistence::event_applier billing(db.dsn(), "billing");
   persistence::event_applier fulfillment(db.dsn(), "fulfillment");
   CHECK(billing.apply(cancel_ev) == persistence::apply_outcome::applied);
@@ -183,11 +183,11 @@ TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
   CHECK(fulfillment.apply(cancel_ev) == persistence::apply_outcome::applied);
   CHECK(fulfillment.apply(create_ev) == persistence::apply_outcome::applied);
   CHECK(db.scalar<std::string>(
-            "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
-            "WHERE consumer = 'billing'") == "refund_skipped,debit_skipped");
+          "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
+          "WHERE consumer = 'billing'") == "refund_skipped,debit_skipped");
   CHECK(db.scalar<std::string>(
-            "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
-            "WHERE consumer = 'fulfillment'") == "cancelled,fulfill_skipped");
+          "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
+          "WHERE consumer = 'fulfillment'") == "cancelled,fulfill_skipped");
   CHECK(db.scalar<int>("SELECT count(*) FROM accounts WHERE balance_cents "
                        "<> 0") == 0);
   CHECK(db.scalar<std::string>("SELECT status FROM orders") == "cancelled");
@@ -206,20 +206,19 @@ TEST_CASE("undecodable_kafka_records_write_nothing_and_do_not_stall_the_"
   for (auto value :
        {std::string("{not json"), std::string("[]"),
         std::string(R"({"event_id":"x","event_type":"OrderCreated"})"),
-        R"({"event_id":")" + new_uuid_v7()
-          + R"(","event_type":"OrderShipped","order_id":")" + order_id
-          + R"(","occurred_at":"2026-12-02T00:00:00Z","payload":{}})"})
+        R"({"event_id":")" + new_uuid_v7() +
+          R"(","event_type":"OrderShipped","order_id":")" + order_id +
+          R"(","occurred_at":"2026-12-02T00:00:00Z","payload":{}})"})
     REQUIRE(producer.publish_raw(order_id, value, {}).persisted);
   auto [s, b] = test::post_json(t.url(), "/orders",
                                 test::order_body("after-poison", 1, 100));
   REQUIRE(s == 201);
   REQUIRE(test::wait_until([&] {
-    return db.scalar<int>("SELECT count(*) FROM processed_events") == 2
-           && group_at_log_end(cfg, broker.bootstrap_servers());
+    return db.scalar<int>("SELECT count(*) FROM processed_events") == 2 &&
+           group_at_log_end(cfg, broker.bootstrap_servers());
   }));
   CHECK(db.scalar<int>("SELECT count(*) FROM business_effects") == 2);
   CHECK(db.scalar<int>("SELECT count(*) FROM business_effects WHERE order_id "
-                       "= '"
-                       + order_id + "'")
-        == 0);
+                       "= '" +
+                       order_id + "'") == 0);
 }

@@ -18,11 +18,10 @@ namespace {
 bool offsets_at_log_end(const config::settings& cfg,
                         const std::string& brokers) {
   auto ends =
-      kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
+    kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
   for (auto& consumer : cfg.consumer.enabled) {
-    auto committed =
-        kafka::committed_offsets(brokers, "eventforge." + consumer,
-                                 cfg.kafka.topic, cfg.kafka.partitions);
+    auto committed = kafka::committed_offsets(
+      brokers, "eventforge." + consumer, cfg.kafka.topic, cfg.kafka.partitions);
     for (int p = 0; p < cfg.kafka.partitions; ++p)
       if (ends[p] > 0 && committed[p] != ends[p])
         return false;
@@ -41,8 +40,8 @@ TEST_CASE("thousand_orders_with_two_hundred_cancels_give_one_effect_per_"
 
   // Warm up: wait for both groups to own their partitions (the first join
   // takes seconds), so the latency below is the steady state.
-  auto [ws, wb] = test::post_json(t.url(), "/orders",
-                                  test::order_body("warm-up", 1, 1));
+  auto [ws, wb] =
+    test::post_json(t.url(), "/orders", test::order_body("warm-up", 1, 1));
   REQUIRE(ws == 201);
   REQUIRE(test::wait_until([&] {
     return db.scalar<int>("SELECT count(*) FROM processed_events") == 2;
@@ -60,10 +59,10 @@ TEST_CASE("thousand_orders_with_two_hundred_cancels_give_one_effect_per_"
   for (int c = 0; c < clients; ++c)
     threads.emplace_back([&, c] {
       for (int i = c; i < orders; i += clients) {
-        auto [status, body] = test::post_json(
-            t.url(), "/orders",
-            test::order_body("customer-" + std::to_string(i % 50), 1 + i % 3,
-                             100 + i));
+        auto [status, body] =
+          test::post_json(t.url(), "/orders",
+                          test::order_body("customer-" + std::to_string(i % 50),
+                                           1 + i % 3, 100 + i));
         if (status != 201)
           ++failures;
         ids[i] = test::json_field(body, "order_id");
@@ -72,53 +71,53 @@ TEST_CASE("thousand_orders_with_two_hundred_cancels_give_one_effect_per_"
   for (auto& th : threads)
     th.join();
   auto accept_secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-          .count();
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+      .count();
   REQUIRE(failures == 0);
   // Cancel every fifth order: 200 cancels.
   for (int i = 0; i < orders; i += orders / cancels) {
     auto [status, body] =
-        test::post_json(t.url(), "/orders/" + ids[i] + "/cancel", "");
+      test::post_json(t.url(), "/orders/" + ids[i] + "/cancel", "");
     INFO(body);
     REQUIRE(status == 202);
   }
 
   auto events = orders + cancels;
   bool drained = test::wait_until(
-      [&] {
-        return db.scalar<int>(
-                   "SELECT count(*) FROM outbox WHERE sent_at IS NULL") == 0 &&
-               db.scalar<int>("SELECT count(*) FROM processed_events") ==
-                   2 * events &&
-               offsets_at_log_end(cfg, broker.bootstrap_servers());
-      },
-      120s);
+    [&] {
+      return db.scalar<int>(
+               "SELECT count(*) FROM outbox WHERE sent_at IS NULL") == 0 &&
+             db.scalar<int>("SELECT count(*) FROM processed_events") ==
+               2 * events &&
+             offsets_at_log_end(cfg, broker.bootstrap_servers());
+    },
+    120s);
   auto drain_secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-          .count();
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+      .count();
   REQUIRE(drained);
 
   // I1: every order has its OrderCreated row and vice versa.
   CHECK(db.scalar<int>("SELECT count(*) FROM orders") == orders);
   CHECK(db.scalar<int>("SELECT count(*) FROM outbox") == events);
   CHECK(db.scalar<int>(
-            "SELECT count(*) FROM orders o FULL JOIN (SELECT order_id FROM "
-            "outbox WHERE event_type = 'OrderCreated') e ON e.order_id = o.id "
-            "WHERE o.id IS NULL OR e.order_id IS NULL") == 0);
+          "SELECT count(*) FROM orders o FULL JOIN (SELECT order_id FROM "
+          "outbox WHERE event_type = 'OrderCreated') e ON e.order_id = o.id "
+          "WHERE o.id IS NULL OR e.order_id IS NULL") == 0);
   // I3: exactly one mark and one effect per consumer per event.
   CHECK(db.scalar<int>("SELECT count(*) FROM business_effects") == 2 * events);
   CHECK(db.scalar<int>(
-            "SELECT count(*) FROM outbox o CROSS JOIN (VALUES ('fulfillment'), "
-            "('billing')) c(consumer) WHERE (SELECT count(*) FROM "
-            "business_effects b WHERE b.event_id = o.event_id AND b.consumer = "
-            "c.consumer) <> 1 OR NOT EXISTS (SELECT 1 FROM processed_events p "
-            "WHERE p.event_id = o.event_id AND p.consumer = c.consumer)") == 0);
+          "SELECT count(*) FROM outbox o CROSS JOIN (VALUES ('fulfillment'), "
+          "('billing')) c(consumer) WHERE (SELECT count(*) FROM "
+          "business_effects b WHERE b.event_id = o.event_id AND b.consumer = "
+          "c.consumer) <> 1 OR NOT EXISTS (SELECT 1 FROM processed_events p "
+          "WHERE p.event_id = o.event_id AND p.consumer = c.consumer)") == 0);
   // Balances: each account owes the totals of its non-cancelled orders.
   CHECK(db.scalar<int>(
-            "SELECT count(*) FROM accounts a FULL JOIN (SELECT customer_id, "
-            "sum(total_cents) AS owed FROM orders WHERE cancel_requested_at IS "
-            "NULL GROUP BY customer_id) o USING (customer_id) WHERE "
-            "coalesce(a.balance_cents, 0) <> -coalesce(o.owed, 0)") == 0);
+          "SELECT count(*) FROM accounts a FULL JOIN (SELECT customer_id, "
+          "sum(total_cents) AS owed FROM orders WHERE cancel_requested_at IS "
+          "NULL GROUP BY customer_id) o USING (customer_id) WHERE "
+          "coalesce(a.balance_cents, 0) <> -coalesce(o.owed, 0)") == 0);
   CHECK(db.scalar<std::int64_t>("SELECT -sum(balance_cents) FROM accounts") ==
         db.scalar<std::int64_t>("SELECT sum(total_cents) FROM orders "
                                 "WHERE cancel_requested_at IS NULL"));
@@ -128,13 +127,12 @@ TEST_CASE("thousand_orders_with_two_hundred_cancels_give_one_effect_per_"
                        "'processed'") == orders - cancels);
   // I4: per order and consumer, created was applied before cancelled, so
   // every cancel refunded a real debit.
-  CHECK(
-      db.scalar<int>(
+  CHECK(db.scalar<int>(
           "SELECT count(*) FROM (SELECT b.consumer, b.order_id, "
           "array_agg(o.event_type ORDER BY b.id) AS seen FROM business_effects "
           "b JOIN outbox o USING (event_id) GROUP BY 1, 2) x WHERE seen NOT IN "
           "(ARRAY['OrderCreated'], ARRAY['OrderCreated', 'OrderCancelled'])") ==
-      0);
+        0);
   CHECK(db.scalar<int>("SELECT count(*) FROM business_effects WHERE kind IN "
                        "('refund_skipped', 'debit_skipped', "
                        "'fulfill_skipped')") == 0);
@@ -148,15 +146,15 @@ TEST_CASE("thousand_orders_with_two_hundred_cancels_give_one_effect_per_"
   CHECK(total == events + 1); // plus the warm-up order
 
   auto p50 = db.scalar<double>(
-      "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM "
-      "b.applied_at - o.created_at) * 1000) FROM business_effects b JOIN "
-      "outbox "
-      "o USING (event_id)");
+    "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM "
+    "b.applied_at - o.created_at) * 1000) FROM business_effects b JOIN "
+    "outbox "
+    "o USING (event_id)");
   auto p99 = db.scalar<double>(
-      "SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM "
-      "b.applied_at - o.created_at) * 1000) FROM business_effects b JOIN "
-      "outbox "
-      "o USING (event_id)");
+    "SELECT percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM "
+    "b.applied_at - o.created_at) * 1000) FROM business_effects b JOIN "
+    "outbox "
+    "o USING (event_id)");
   WARN("accepted " << orders << " orders in " << accept_secs << " s ("
                    << orders / accept_secs << " orders/s over HTTP, " << clients
                    << " clients); all " << events

@@ -56,9 +56,9 @@ TEST_CASE("serve_killed_with_sigkill_mid_stream_and_restarted_loses_no_order_"
       // The client retries with the same key until it gets an answer, as a
       // real client would across the crash.
       auto [status, body] = test::post_json(
-          url, "/orders",
-          test::order_body("cust-" + std::to_string(next % 20), 1, 100 + next),
-          keys[next]);
+        url, "/orders",
+        test::order_body("cust-" + std::to_string(next % 20), 1, 100 + next),
+        keys[next]);
       REQUIRE(status == 201);
     }
     if (life == 0) {
@@ -69,24 +69,24 @@ TEST_CASE("serve_killed_with_sigkill_mid_stream_and_restarted_loses_no_order_"
       --next;
     } else {
       REQUIRE(test::wait_until(
-          [&] {
-            if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS "
-                               "NULL") != 0 ||
-                db.scalar<int>("SELECT count(*) FROM processed_events") !=
-                    2 * orders)
+        [&] {
+          if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS "
+                             "NULL") != 0 ||
+              db.scalar<int>("SELECT count(*) FROM processed_events") !=
+                2 * orders)
+            return false;
+          auto ends = kafka::log_end_offsets(brokers, cfg.kafka.topic,
+                                             cfg.kafka.partitions);
+          for (auto c : {"fulfillment", "billing"}) {
+            auto committed =
+              kafka::committed_offsets(brokers, std::string("eventforge.") + c,
+                                       cfg.kafka.topic, cfg.kafka.partitions);
+            if (committed != ends)
               return false;
-            auto ends = kafka::log_end_offsets(brokers, cfg.kafka.topic,
-                                               cfg.kafka.partitions);
-            for (auto c : {"fulfillment", "billing"}) {
-              auto committed = kafka::committed_offsets(
-                  brokers, std::string("eventforge.") + c, cfg.kafka.topic,
-                  cfg.kafka.partitions);
-              if (committed != ends)
-                return false;
-            }
-            return true;
-          },
-          120s));
+          }
+          return true;
+        },
+        120s));
       serve.signal(SIGTERM);
       CHECK(serve.wait() == 0);
     }
@@ -119,15 +119,15 @@ TEST_CASE("bad_command_lines_and_config_files_stop_start_up_naming_the_key_"
   auto invalid_ini = write("invalid.ini", "[relay]\nshards=-1\n");
   auto unquoted_ini = write("unquoted.ini", "[kafka]\nbrokers=a:1\n");
   for (auto& b : std::vector<bad>{
-           {"serve --kafka.partitons=3", "--kafka.partitons"},
-           {"serve --relay.shards=0", "relay.shards"},
-           {"serve --http.port=http", "http.port"},
-           {"serve --config-file=" + unknown_ini, "kafka.partitons"},
-           {"serve --config-file=" + invalid_ini, "relay.shards"},
-           {"serve --config-file=" + unquoted_ini, "kafka.brokers"},
-           {"serve --config-file=" + dir.path + "/missing.ini", "missing.ini"},
-           {"frobnicate", "frobnicate"},
-           {"", "subcommand is required"},
+         {"serve --kafka.partitons=3", "--kafka.partitons"},
+         {"serve --relay.shards=0", "relay.shards"},
+         {"serve --http.port=http", "http.port"},
+         {"serve --config-file=" + unknown_ini, "kafka.partitons"},
+         {"serve --config-file=" + invalid_ini, "relay.shards"},
+         {"serve --config-file=" + unquoted_ini, "kafka.brokers"},
+         {"serve --config-file=" + dir.path + "/missing.ini", "missing.ini"},
+         {"frobnicate", "frobnicate"},
+         {"", "subcommand is required"},
        }) {
     auto [code, out] = test::run_command(bin + " " + b.args + db_flag);
     INFO(b.args << " printed: " << out);

@@ -18,19 +18,18 @@ actor_map children_of(caf::actor_system& sys, const caf::actor& sup) {
   caf::scoped_actor self{sys};
   actor_map out;
   self->request(sup, 10s, children_atom::value)
-      .receive(
-          [&](actor_map& m) { out = std::move(m); },
-          [&](caf::error& e) { FAIL("children query: " << to_string(e)); });
+    .receive([&](actor_map& m) { out = std::move(m); },
+             [&](caf::error& e) { FAIL("children query: " << to_string(e)); });
   return out;
 }
 
-std::map<std::string, std::uint64_t> restarts_of(caf::actor_system& sys,
+std::map<std::string, std::uint64_t> counters_of(caf::actor_system& sys,
                                                  const caf::actor& sup) {
   caf::scoped_actor self{sys};
   std::map<std::string, std::uint64_t> out;
   self->request(sup, 10s, stats_atom::value)
-      .receive([&](std::map<std::string, std::uint64_t>& m) { out = m; },
-               [&](caf::error& e) { FAIL("stats query: " << to_string(e)); });
+    .receive([&](std::map<std::string, std::uint64_t>& m) { out = m; },
+             [&](caf::error& e) { FAIL("stats query: " << to_string(e)); });
   return out;
 }
 
@@ -43,7 +42,7 @@ void crash(caf::actor_system& sys, const caf::actor& a) {
 void post_orders(const std::string& url, int n, const std::string& customer) {
   for (int i = 0; i < n; ++i) {
     auto [status, body] =
-        test::post_json(url, "/orders", test::order_body(customer, 1, 100 + i));
+      test::post_json(url, "/orders", test::order_body(customer, 1, 100 + i));
     REQUIRE(status == 201);
   }
 }
@@ -51,15 +50,15 @@ void post_orders(const std::string& url, int n, const std::string& customer) {
 bool settled(test::database& db, const config::settings& cfg,
              const std::string& brokers) {
   if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") !=
-          0 ||
+        0 ||
       db.scalar<int>("SELECT count(*) FROM processed_events") !=
-          2 * db.scalar<int>("SELECT count(*) FROM outbox"))
+        2 * db.scalar<int>("SELECT count(*) FROM outbox"))
     return false;
   auto ends =
-      kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
+    kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
   for (auto& c : cfg.consumer.enabled) {
     auto committed = kafka::committed_offsets(
-        brokers, "eventforge." + c, cfg.kafka.topic, cfg.kafka.partitions);
+      brokers, "eventforge." + c, cfg.kafka.topic, cfg.kafka.partitions);
     for (int p = 0; p < cfg.kafka.partitions; ++p)
       if (ends[p] > 0 && committed[p] != ends[p])
         return false;
@@ -69,10 +68,10 @@ bool settled(test::database& db, const config::settings& cfg,
 
 void check_one_effect_per_consumer_per_event(test::database& db) {
   CHECK(db.scalar<int>(
-            "SELECT count(*) FROM outbox o CROSS JOIN (VALUES ('fulfillment'), "
-            "('billing')) c(consumer) WHERE (SELECT count(*) FROM "
-            "business_effects b WHERE b.event_id = o.event_id AND b.consumer = "
-            "c.consumer) <> 1") == 0);
+          "SELECT count(*) FROM outbox o CROSS JOIN (VALUES ('fulfillment'), "
+          "('billing')) c(consumer) WHERE (SELECT count(*) FROM "
+          "business_effects b WHERE b.event_id = o.event_id AND b.consumer = "
+          "c.consumer) <> 1") == 0);
 }
 
 } // namespace
@@ -83,13 +82,17 @@ TEST_CASE("killed_relay_shards_are_restarted_and_publish_the_unsent_rows") {
   kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
   test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
   post_orders(t.url(), 50, "before");
-  for (auto& [name, actor] : children_of(t.system(), t.root()))
-    if (name.rfind("relay-", 0) == 0)
-      crash(t.system(), actor);
+  auto relays = children_of(t.system(), t.root()).at("relays");
+  for (auto& [name, actor] : children_of(t.system(), relays))
+    crash(t.system(), actor);
   post_orders(t.url(), 50, "after");
   REQUIRE(test::wait_until(
-      [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
-  CHECK(restarts_of(t.system(), t.root())["relay"] >= 4);
+    [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
+  CHECK(
+    counters_of(
+      t.system(),
+      t.root())["actor_restarts_total{kind=\"relay\",reason=\"exception\"}"] ==
+    4);
   CHECK(db.scalar<int>("SELECT count(*) FROM outbox") == 100);
   check_one_effect_per_consumer_per_event(db);
 }
@@ -102,12 +105,13 @@ TEST_CASE("killed_partition_actors_resume_from_the_committed_offset_without_"
   test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
   post_orders(t.url(), 30, "warm-up");
   REQUIRE(test::wait_until(
-      [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
-  auto members = children_of(t.system(), t.root());
+    [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
+  auto top = children_of(t.system(), t.root());
   for (auto round = 0; round < 3; ++round) {
     // Kill every partition actor of both consumers while orders flow.
     for (auto name : {"consumer-billing", "consumer-fulfillment"}) {
-      auto workers = children_of(t.system(), members.at(name));
+      auto member = children_of(t.system(), top.at(name)).at("group-member");
+      auto workers = children_of(t.system(), member);
       REQUIRE(workers.size() == static_cast<size_t>(cfg.kafka.partitions));
       for (auto& [_, w] : workers)
         crash(t.system(), w);
@@ -115,7 +119,7 @@ TEST_CASE("killed_partition_actors_resume_from_the_committed_offset_without_"
     post_orders(t.url(), 30, "round-" + std::to_string(round));
   }
   REQUIRE(test::wait_until(
-      [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
+    [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
   CHECK(db.scalar<int>("SELECT count(*) FROM outbox") == 120);
   check_one_effect_per_consumer_per_event(db);
   CHECK(-db.scalar<std::int64_t>("SELECT sum(balance_cents) FROM accounts") ==

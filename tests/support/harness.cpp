@@ -107,10 +107,9 @@ std::pair<int, std::string> post_json(const std::string& url,
 std::string order_body(const std::string& customer, std::int64_t qty,
                        std::int64_t price_cents) {
   return nlohmann::json{
-      {"customer_id", customer},
-      {"items",
-       {{{"sku", "sku-1"}, {"qty", qty}, {"price_cents", price_cents}}}}}
-      .dump();
+    {"customer_id", customer},
+    {"items", {{{"sku", "sku-1"}, {"qty", qty}, {"price_cents", price_cents}}}}}
+    .dump();
 }
 
 std::string json_field(const std::string& json, const std::string& key) {
@@ -193,8 +192,8 @@ std::string child_process::await_line(const std::string& prefix,
         return line;
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
+                  deadline - std::chrono::steady_clock::now())
+                  .count();
     if (left <= 0)
       return {};
     pollfd p{out_fd_, POLLIN, 0};

@@ -46,7 +46,7 @@ TEST_CASE("invalid_config_values_are_rejected_naming_the_key") {
                  bad{"http.port", "70000", "must be between 0 and 65535"},
                  bad{"kafka.topic", "bad topic", "may contain only"},
                  bad{"log.level", "loud", "must be one of"},
-                 bad{"consumer.enabled", "shipping", "unknown consumer"},
+                 bad{"consumer.enabled", "shipping", "unknown name"},
                  bad{"kafka.partitions", "3.5", "expected an integer"}}) {
     auto r = build_settings({{b.key, b.value}});
     INFO(b.key << "=" << b.value << " gave: " << r.error);

@@ -21,7 +21,7 @@ TEST_CASE("record_value_round_trips") {
   auto ev = sample();
   std::string err;
   auto back =
-      ef::kafka::decode_value(ef::kafka::encode_value(ev), ev.order_id, err);
+    ef::kafka::decode_value(ef::kafka::encode_value(ev), ev.order_id, err);
   REQUIRE(back);
   CHECK(back->event_id == ev.event_id);
   CHECK(back->event_type == ev.event_type);

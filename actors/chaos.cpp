@@ -1,0 +1,83 @@
+#include "actors/chaos.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ef {
+
+namespace {
+
+constexpr const char* point_names[crash_point_count] = {
+  "api.after_commit_before_reply",   "relay.after_publish_before_ack",
+  "relay.after_ack_before_mark",     "consumer.before_db_commit",
+  "consumer.after_db_before_offset", "dlq.after_dlq_ack_before_offset",
+};
+
+std::uint64_t mix(std::uint64_t x) {
+  // splitmix64 finalizer: a well-spread bijection.
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+} // namespace
+
+const char* to_string(crash_point p) {
+  return point_names[static_cast<int>(p)];
+}
+
+injected_crash::injected_crash(crash_point p)
+    : std::runtime_error(std::string("injected crash at ") + to_string(p)),
+      point(p) {
+  // nop
+}
+
+chaos::chaos(const config::settings::chaos_section& cfg,
+             std::shared_ptr<telemetry> metrics)
+    : rate_(cfg.rate), seed_(cfg.seed), max_crashes_(cfg.max_crashes_per_event),
+      metrics_(std::move(metrics)) {
+  for (auto& name : cfg.points)
+    for (int i = 0; i < crash_point_count; ++i)
+      if (name == point_names[i])
+        mask_ |= 1u << i;
+  if (rate_ <= 0)
+    mask_ = 0;
+}
+
+bool chaos::decide(std::uint64_t seed, crash_point p,
+                   const std::string& event_id, int attempt, double rate) {
+  auto h = mix(mix(seed ^ fnv1a(to_string(p))) ^ fnv1a(event_id) ^
+               static_cast<std::uint64_t>(attempt));
+  double u = static_cast<double>(h >> 11) * 0x1.0p-53;
+  return u < rate;
+}
+
+void chaos::evaluate(crash_point p, const std::string& event_id) {
+  bool crash = false;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto& v = visits_[{static_cast<int>(p), event_id}];
+    crash =
+      v.crashes < max_crashes_ && decide(seed_, p, event_id, v.attempts, rate_);
+    ++v.attempts;
+    if (crash)
+      ++v.crashes;
+  }
+  if (!crash)
+    return;
+  if (metrics_)
+    metrics_->add("chaos_crashes_total", {{"point", to_string(p)}});
+  spdlog::debug("chaos: crashing at {} for event {}", to_string(p), event_id);
+  throw injected_crash(p);
+}
+
+} // namespace ef
