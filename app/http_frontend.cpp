@@ -269,6 +269,9 @@ int http_frontend::start() {
   s.set_payload_max_length(static_cast<size_t>(impl_->cfg.http.max_body_bytes));
   s.set_keep_alive_max_count(1000);
   s.set_keep_alive_timeout(2);
+  // Small JSON replies on kept-alive connections otherwise wait for the
+  // peer's delayed ACK (Nagle): ~40 ms per request.
+  s.set_tcp_nodelay(true);
   impl_->routes();
   auto& host = impl_->cfg.http.host;
   int port = impl_->cfg.http.port;

@@ -4,9 +4,11 @@
 //   migrate  apply pending schema migrations and exit
 
 #include "actors/eventforge.hpp"
+#include "app/chaos_runner.hpp"
 #include "app/cli.hpp"
 #include "app/http_frontend.hpp"
 #include "app/runtime.hpp"
+#include "app/verifier.hpp"
 #include "config/reference.hpp"
 #include "persistence/embedded_postgres.hpp"
 #include "persistence/migrations.hpp"
@@ -17,7 +19,9 @@
 
 #include <atomic>
 #include <csignal>
+#include <functional>
 #include <iostream>
+#include <optional>
 
 namespace {
 
@@ -104,6 +108,18 @@ int migrate(const settings& cfg) {
   return 0;
 }
 
+int verify_command(const settings& cfg) {
+  if (cfg.database.url.empty() || cfg.kafka.brokers.empty()) {
+    std::cerr << "eventforge: verify needs --database.url and --kafka.brokers "
+                 "(the running system's, as printed in its ready line)"
+              << std::endl;
+    return 2;
+  }
+  auto result = ef::app::verify(cfg, cfg.database.url, cfg.kafka.brokers);
+  std::cout << ef::app::to_text(result);
+  return result.ok() ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -113,14 +129,15 @@ int main(int argc, char** argv) {
   struct command {
     CLI::App* sub;
     std::unique_ptr<ef::app::config_options> opts;
-    int (*run)(const settings&);
+    std::function<int(const settings&)> run;
   };
   std::vector<command> commands;
   auto add = [&](const char* name, const char* help,
-                 int (*run)(const settings&)) {
+                 std::function<int(const settings&)> run) {
     auto* sub = app.add_subcommand(name, help);
     commands.push_back(
-      {sub, std::make_unique<ef::app::config_options>(*sub), run});
+      {sub, std::make_unique<ef::app::config_options>(*sub), std::move(run)});
+    return sub;
   };
   add("serve", "run API, relay shards and consumers", serve);
   add("broker",
@@ -128,6 +145,45 @@ int main(int argc, char** argv) {
       "bootstrap servers",
       broker);
   add("migrate", "apply pending schema migrations and exit", migrate);
+  add("verify", "check invariants I1-I5 of a system from durable state",
+      verify_command);
+  ef::app::chaos_plan plan;
+  std::optional<std::uint64_t> seed;
+  std::optional<double> rate;
+  auto* chaos =
+    add("chaos", "run the whole system under injected crashes, verify, report",
+        [&](settings cfg) {
+          // Without explicit choices every crash point is on.
+          if (cfg.chaos.points.empty())
+            cfg.chaos.points = {
+              "api.after_commit_before_reply", "relay.after_publish_before_ack",
+              "relay.after_ack_before_mark", "consumer.before_db_commit",
+              "consumer.after_db_before_offset"};
+          if (seed)
+            cfg.chaos.seed = *seed;
+          if (rate)
+            cfg.chaos.rate = *rate;
+          else if (cfg.chaos.rate == 0)
+            cfg.chaos.rate = 0.01;
+          if (cfg.http.port == 8080)
+            cfg.http.port = 0; // never collide with a running serve
+          return ef::app::run_chaos(cfg, plan);
+        });
+  chaos->add_option("--orders", plan.orders, "orders to place")
+    ->check(CLI::Range(1, 10000000));
+  chaos->add_option("--concurrency", plan.concurrency, "HTTP clients")
+    ->check(CLI::Range(1, 256));
+  chaos
+    ->add_option("--cancel-share", plan.cancel_share,
+                 "share of orders cancelled afterwards")
+    ->check(CLI::Range(0.0, 1.0));
+  chaos
+    ->add_option("--timeout", plan.timeout_s, "seconds to wait for quiescence")
+    ->check(CLI::Range(1, 86400));
+  chaos->add_option("--report", plan.report_file, "write the report as JSON");
+  chaos->add_option("--seed", seed, "shorthand for --chaos.seed");
+  chaos->add_option("--rate", rate, "shorthand for --chaos.rate")
+    ->check(CLI::Range(0.0, 1.0));
   app
     .add_subcommand("config-reference",
                     "print the configuration reference (Markdown)")

@@ -19,6 +19,9 @@ embedded_broker::embedded_broker(int brokers,
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "log.connection.close", "false", err, sizeof(err));
+  // The host instance never connects anywhere; silence its notice about
+  // having no bootstrap servers.
+  rd_kafka_conf_set(conf, "log_level", "4", err, sizeof(err));
   // The mock cluster needs a host client instance to run on.
   impl_->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
   if (impl_->rk == nullptr)

@@ -1,0 +1,112 @@
+#include "persistence/invariant_queries.hpp"
+
+#include "persistence/connection.hpp"
+
+namespace ef::persistence {
+
+namespace {
+
+/// Postgres text[] literal of simple names.
+std::string text_array(const std::vector<std::string>& xs) {
+  std::string out = "{";
+  for (size_t i = 0; i < xs.size(); ++i)
+    out += (i ? "," : "") + xs[i];
+  return out + "}";
+}
+
+/// Runs `sql` (columns: order_id, event_id, consumer, detail) and appends
+/// one violation per row.
+void collect(pqxx::read_transaction& t, const std::string& invariant,
+             const std::string& what, const std::string& sql,
+             const std::string& consumers, std::vector<violation>& out) {
+  auto r = t.exec_params(sql, consumers);
+  for (const auto& row : r) {
+    auto text = [&](int i) {
+      return row[i].is_null() ? std::string{} : row[i].as<std::string>();
+    };
+    auto detail = text(3);
+    out.push_back({invariant,
+                   detail.empty() ? what : what + " (" + detail + ")", text(0),
+                   text(1), text(2)});
+  }
+}
+
+} // namespace
+
+std::vector<violation> check_database(const std::string& dsn,
+                                      const std::vector<std::string>& consumers,
+                                      durable_counts& counts) {
+  std::vector<violation> out;
+  try {
+    auto conn = open_connection(dsn);
+    // One snapshot for every check, so they agree with each other.
+    pqxx::read_transaction t(*conn);
+    t.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    auto c = t.exec1(
+      "SELECT (SELECT count(*) FROM orders), (SELECT count(*) FROM outbox), "
+      "(SELECT count(*) FROM outbox WHERE sent_at IS NULL), "
+      "(SELECT count(*) FROM processed_events), "
+      "(SELECT count(*) FROM business_effects)");
+    counts = {c[0].as<long>(), c[1].as<long>(), c[2].as<long>(),
+              c[3].as<long>(), c[4].as<long>()};
+    auto names = text_array(consumers);
+    collect(t, "I1", "order without its OrderCreated outbox row",
+            "SELECT o.id, NULL, NULL, NULL FROM orders o WHERE $1::text[] IS "
+            "NOT NULL AND NOT EXISTS (SELECT 1 FROM outbox e WHERE "
+            "e.order_id = o.id AND e.event_type = 'OrderCreated')",
+            names, out);
+    collect(t, "I1", "OrderCreated outbox row without its order",
+            "SELECT e.order_id, e.event_id, NULL, NULL FROM outbox e WHERE "
+            "$1::text[] IS NOT NULL AND e.event_type = 'OrderCreated' AND NOT "
+            "EXISTS (SELECT 1 FROM orders o WHERE o.id = e.order_id)",
+            names, out);
+    collect(t, "I2", "outbox row never published",
+            "SELECT order_id, event_id, NULL, 'attempts ' || publish_attempts "
+            "|| coalesce(', last error: ' || last_error, '') FROM outbox "
+            "WHERE $1::text[] IS NOT NULL AND sent_at IS NULL ORDER BY seq",
+            names, out);
+    collect(t, "I3", "event not applied exactly once",
+            "SELECT o.order_id, o.event_id, c.consumer, m.marks || ' marks, ' "
+            "|| f.effects || ' effects' FROM outbox o CROSS JOIN "
+            "unnest($1::text[]) AS c(consumer) CROSS JOIN LATERAL (SELECT "
+            "count(*) AS marks FROM processed_events p WHERE p.consumer = "
+            "c.consumer AND p.event_id = o.event_id) m CROSS JOIN LATERAL "
+            "(SELECT count(*) AS effects FROM business_effects b WHERE "
+            "b.consumer = c.consumer AND b.event_id = o.event_id) f WHERE "
+            "o.sent_at IS NOT NULL AND (m.marks <> 1 OR f.effects <> 1) ORDER "
+            "BY o.seq",
+            names, out);
+    collect(t, "I3", "business effect for an event the outbox never had",
+            "SELECT b.order_id, b.event_id, b.consumer, b.kind FROM "
+            "business_effects b WHERE $1::text[] IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM outbox o WHERE o.event_id = b.event_id)",
+            names, out);
+    collect(t, "I4", "events of an order applied out of outbox order",
+            "SELECT b.order_id, NULL, b.consumer, 'applied seqs ' || "
+            "array_agg(o.seq ORDER BY b.id)::text FROM business_effects b "
+            "JOIN outbox o USING (event_id) WHERE b.consumer = ANY($1::text[]) "
+            "GROUP BY b.consumer, b.order_id HAVING array_agg(o.seq ORDER BY "
+            "b.id) <> array_agg(o.seq ORDER BY o.seq)",
+            names, out);
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+  return out;
+}
+
+std::set<std::pair<std::string, std::string>>
+processed_marks(const std::string& dsn) {
+  std::set<std::pair<std::string, std::string>> out;
+  try {
+    auto conn = open_connection(dsn);
+    pqxx::read_transaction t(*conn);
+    for (const auto& row :
+         t.exec("SELECT consumer, event_id::text FROM processed_events"))
+      out.emplace(row[0].as<std::string>(), row[1].as<std::string>());
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+  return out;
+}
+
+} // namespace ef::persistence
