@@ -35,8 +35,9 @@ inline void log_crashes(caf::scheduled_actor* self, std::string who) {
         std::rethrow_exception(eptr);
       } catch (const injected_crash& e) {
         spdlog::info("{}: {}", who, e.what());
-        return caf::error{static_cast<std::uint8_t>(static_cast<int>(e.point) + 1),
-                          chaos_error_category()};
+        return caf::error{
+          static_cast<std::uint8_t>(static_cast<int>(e.point) + 1),
+          chaos_error_category()};
       } catch (const std::exception& e) {
         spdlog::error("{} crashed: {}", who, e.what());
       } catch (...) {

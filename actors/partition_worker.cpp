@@ -22,9 +22,11 @@ bool partition_worker_state::apply(const partition_record& rec) {
                   partition, rec.offset, error);
     return true;
   }
+  // Each consumer is its own actor: it gets its own crash decisions.
+  auto chaos_key = consumer + "/" + ev->event_id;
   try {
     auto outcome = applier->apply(*ev, [&] {
-      ctx->faults->check(crash_point::consumer_before_db_commit, ev->event_id);
+      ctx->faults->check(crash_point::consumer_before_db_commit, chaos_key);
     });
     switch (outcome) {
     case persistence::apply_outcome::order_missing:
@@ -43,8 +45,7 @@ bool partition_worker_state::apply(const partition_record& rec) {
     spdlog::debug("{} p{} offset {}: event {} order {} {}", consumer, partition,
                   rec.offset, ev->event_id, ev->order_id, to_string(outcome));
     // The seed's consumer window: committed in the DB, offset not yet.
-    ctx->faults->check(crash_point::consumer_after_db_before_offset,
-                       ev->event_id);
+    ctx->faults->check(crash_point::consumer_after_db_before_offset, chaos_key);
     return true;
   } catch (const persistence::db_error& e) {
     ctx->metrics->add("consumer_retries_total", who);

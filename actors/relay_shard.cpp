@@ -112,8 +112,7 @@ caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
   auto& st = self->state;
   st.shard = shard;
   st.batch_size = ctx->cfg.relay.batch_size;
-  st.poll_interval =
-    std::chrono::milliseconds(ctx->cfg.relay.poll_interval_ms);
+  st.poll_interval = std::chrono::milliseconds(ctx->cfg.relay.poll_interval_ms);
   st.ctx = std::move(ctx);
   self->send(self, poll_atom::value);
   return {

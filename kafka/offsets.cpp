@@ -2,6 +2,8 @@
 
 #include "kafka/client_config.hpp"
 
+#include <chrono>
+
 namespace ef::kafka {
 
 namespace {
@@ -58,6 +60,33 @@ std::vector<std::int64_t> committed_offsets(const std::string& brokers,
     throw std::runtime_error("cannot read committed offsets of " + group +
                              ": " + RdKafka::err2str(rc));
   return out;
+}
+
+void commit_offsets(const std::string& brokers, const std::string& group,
+                    const std::string& topic,
+                    const std::vector<std::pair<int, std::int64_t>>& offsets) {
+  // Commit as a member of the group: brokers reject commits from outside a
+  // group that has (or recently had) members.
+  auto c = make_reader(brokers, group);
+  auto rc = c->subscribe({topic});
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<RdKafka::TopicPartition*> assigned;
+  while (rc == RdKafka::ERR_NO_ERROR && assigned.empty() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::unique_ptr<RdKafka::Message> m(c->consume(100));
+    c->assignment(assigned);
+  }
+  RdKafka::TopicPartition::destroy(assigned);
+  std::vector<RdKafka::TopicPartition*> parts;
+  for (auto& [p, o] : offsets)
+    parts.push_back(RdKafka::TopicPartition::create(topic, p, o));
+  if (rc == RdKafka::ERR_NO_ERROR)
+    rc = c->commitSync(parts);
+  RdKafka::TopicPartition::destroy(parts);
+  c->close();
+  if (rc != RdKafka::ERR_NO_ERROR)
+    throw std::runtime_error("cannot commit offsets of " + group + ": " +
+                             RdKafka::err2str(rc));
 }
 
 std::vector<stored_record> read_all(const std::string& brokers,

@@ -20,6 +20,13 @@ std::vector<std::int64_t> committed_offsets(const std::string& brokers,
                                             const std::string& topic,
                                             int partitions);
 
+/// Sets `group`'s committed offsets (partition -> next offset), as an
+/// operator's offset reset would, by briefly joining the group. Meant for a
+/// stopped consumer: a running member may commit over it.
+void commit_offsets(const std::string& brokers, const std::string& group,
+                    const std::string& topic,
+                    const std::vector<std::pair<int, std::int64_t>>& offsets);
+
 /// Every record of `topic`, read from the beginning up to the current log
 /// end: (partition, offset, key, value, event_id header).
 struct stored_record {

@@ -1,5 +1,8 @@
 #include "tests/support/harness.hpp"
 
+#include "kafka/offsets.hpp"
+#include "messages/atoms.hpp"
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -135,6 +138,39 @@ std::pair<int, std::string> run_command(const std::string& cmd) {
 
 std::string eventforge_binary() {
   return EF_BINARY_PATH;
+}
+
+bool quiescent(database& db, const config::settings& cfg,
+               const std::string& brokers) {
+  auto consumers = static_cast<int>(cfg.consumer.enabled.size());
+  if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") !=
+        0 ||
+      db.scalar<int>("SELECT count(*) FROM processed_events") <
+        consumers * db.scalar<int>("SELECT count(*) FROM outbox"))
+    return false;
+  auto ends =
+    kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
+  for (auto& c : cfg.consumer.enabled)
+    if (kafka::committed_offsets(brokers, "eventforge." + c, cfg.kafka.topic,
+                                 cfg.kafka.partitions) != ends) {
+      // A partition that never received a record has no commit (-1).
+      auto committed = kafka::committed_offsets(
+        brokers, "eventforge." + c, cfg.kafka.topic, cfg.kafka.partitions);
+      for (size_t p = 0; p < ends.size(); ++p)
+        if (ends[p] > 0 && committed[p] != ends[p])
+          return false;
+    }
+  return true;
+}
+
+std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
+                                              const caf::actor& root) {
+  std::map<std::string, std::uint64_t> out;
+  caf::scoped_actor self{sys};
+  self->request(root, std::chrono::seconds(10), stats_atom::value)
+    .receive([&](std::map<std::string, std::uint64_t>& m) { out = m; },
+             [&](caf::error&) {});
+  return out;
 }
 
 } // namespace ef::test

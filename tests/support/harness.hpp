@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -95,6 +96,15 @@ std::pair<int, std::string> run_command(const std::string& cmd);
 
 /// Path of the eventforge executable under test.
 std::string eventforge_binary();
+
+/// True once the outbox is drained, every enabled consumer marked every
+/// event and every group committed up to the log end.
+bool quiescent(database& db, const config::settings& cfg,
+               const std::string& brokers);
+
+/// Counter snapshot of a running tree (telemetry series -> value).
+std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
+                                              const caf::actor& root);
 
 } // namespace ef::test
 

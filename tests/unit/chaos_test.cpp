@@ -1,0 +1,83 @@
+#include "actors/chaos.hpp"
+#include "messages/ids.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace ef;
+
+namespace {
+
+/// Visits every point for every event `visits` times, recording decisions.
+std::vector<bool> run(std::uint64_t seed, const std::vector<std::string>& ids,
+                      int visits) {
+  config::settings::chaos_section cfg;
+  cfg.points = {"consumer.before_db_commit", "relay.after_ack_before_mark"};
+  cfg.rate = 0.3;
+  cfg.seed = seed;
+  cfg.max_crashes_per_event = 2;
+  chaos c(cfg, std::make_shared<telemetry>());
+  std::vector<bool> out;
+  for (int v = 0; v < visits; ++v)
+    for (auto& id : ids)
+      for (auto p : {crash_point::consumer_before_db_commit,
+                     crash_point::relay_after_ack_before_mark}) {
+        bool crashed = false;
+        try {
+          c.check(p, id);
+        } catch (const injected_crash& e) {
+          crashed = true;
+          CHECK(e.point == p);
+        }
+        out.push_back(crashed);
+      }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("same_seed_replays_the_same_crash_decisions") {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 500; ++i)
+    ids.push_back(new_uuid_v7());
+  auto a = run(7, ids, 4);
+  auto b = run(7, ids, 4);
+  auto other = run(8, ids, 4);
+  CHECK(a == b);
+  CHECK(a != other);
+  auto crashes = std::count(a.begin(), a.end(), true);
+  // Rate 0.3 over 4000 visits, capped at 2 per event and point.
+  CHECK(crashes > 300);
+  CHECK(crashes <= 2 * 2 * 500);
+}
+
+TEST_CASE("a_point_crashes_one_event_at_most_the_configured_times") {
+  config::settings::chaos_section cfg;
+  cfg.points = {"consumer.after_db_before_offset"};
+  cfg.rate = 1.0;
+  cfg.max_crashes_per_event = 3;
+  chaos c(cfg, nullptr);
+  int crashes = 0;
+  for (int i = 0; i < 10; ++i) {
+    try {
+      c.check(crash_point::consumer_after_db_before_offset, "e1");
+    } catch (const injected_crash&) {
+      ++crashes;
+    }
+  }
+  CHECK(crashes == 3);
+  // Points that are not enabled never crash.
+  CHECK_NOTHROW(c.check(crash_point::consumer_before_db_commit, "e1"));
+}
+
+TEST_CASE("chaos_is_off_without_points_or_rate") {
+  config::settings::chaos_section cfg;
+  cfg.rate = 1.0;
+  chaos none(cfg, nullptr);
+  CHECK_FALSE(none.enabled(crash_point::api_after_commit_before_reply));
+  cfg.points = {"api.after_commit_before_reply"};
+  cfg.rate = 0;
+  chaos zero(cfg, nullptr);
+  CHECK_FALSE(zero.enabled(crash_point::api_after_commit_before_reply));
+}
