@@ -36,8 +36,11 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
                                to_string(em.reason) + ")");
     // Exponential backoff per child, so a dependency outage (database down)
     // does not spin a core or burn the restart intensity at once.
+    // A child that stayed up for a second was healthy: its next crash starts
+    // the backoff afresh. Only crash loops (a dependency down, a poisoned
+    // start-up) climb towards the 5 s ceiling.
     auto now = std::chrono::steady_clock::now();
-    if (now - c.started > std::chrono::seconds(10))
+    if (now - c.started > std::chrono::seconds(1))
       c.consecutive_crashes = 0;
     auto first =
       std::chrono::milliseconds(ctx->cfg.supervisor.restart_backoff_ms);
