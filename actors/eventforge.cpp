@@ -1,6 +1,7 @@
 #include "actors/eventforge.hpp"
 
 #include "actors/api_worker.hpp"
+#include "actors/dlq_handler.hpp"
 #include "actors/group_member.hpp"
 #include "actors/relay_shard.hpp"
 #include "actors/supervisor.hpp"
@@ -19,12 +20,12 @@ constexpr auto blocking_child = caf::detached + caf::linked;
 
 /// A child that is itself a supervisor of `children`.
 child_spec sub_supervisor(std::string name, std::vector<child_spec> children,
-                          context_ptr ctx, bool serves_orders = false) {
+                          context_ptr ctx, std::string route = {}) {
   return {"supervisor", name,
           [=](caf::event_based_actor* self) {
             return self->spawn<caf::linked>(supervisor, name, children, ctx);
           },
-          serves_orders};
+          route};
 }
 
 std::vector<child_spec> api_workers(const context_ptr& ctx) {
@@ -34,7 +35,7 @@ std::vector<child_spec> api_workers(const context_ptr& ctx) {
                    [=](caf::event_based_actor* self) {
                      return self->spawn<blocking_child>(api_worker, ctx);
                    },
-                   true});
+                   "orders"});
   return out;
 }
 
@@ -44,15 +45,18 @@ std::vector<child_spec> relay_shards(const context_ptr& ctx) {
     out.push_back({"relay", "relay-" + std::to_string(s),
                    [=](caf::event_based_actor* self) {
                      return self->spawn<blocking_child>(relay_shard, ctx, s);
-                   }});
+                   },
+                   ""});
   return out;
 }
 
 std::vector<child_spec> consumer(const context_ptr& ctx,
                                  const std::string& name) {
-  return {{"group-member", "group-member", [=](caf::event_based_actor* self) {
+  return {{"group-member", "group-member",
+           [=](caf::event_based_actor* self) {
              return self->spawn<blocking_child>(group_member, ctx, name);
-           }}};
+           },
+           ""}};
 }
 
 } // namespace
@@ -73,8 +77,16 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
     spdlog::warn("chaos enabled: rate {} seed {} at {} point(s)",
                  cfg.chaos.rate, cfg.chaos.seed, cfg.chaos.points.size());
   std::vector<child_spec> top;
-  top.push_back(sub_supervisor("api", api_workers(ctx), ctx, true));
+  top.push_back(sub_supervisor("api", api_workers(ctx), ctx, "orders"));
   top.push_back(sub_supervisor("relays", relay_shards(ctx), ctx));
+  top.push_back(sub_supervisor("dlq",
+                               {{"dlq-handler", "dlq-handler",
+                                 [=](caf::event_based_actor* self) {
+                                   return self->spawn<blocking_child>(
+                                     dlq_handler, ctx);
+                                 },
+                                 "dlq"}},
+                               ctx, "dlq"));
   for (auto& name : cfg.consumer.enabled)
     top.push_back(sub_supervisor("consumer-" + name, consumer(ctx, name), ctx));
   return sys.spawn(supervisor, std::string{"root"}, std::move(top),

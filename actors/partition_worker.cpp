@@ -1,27 +1,92 @@
 #include "actors/partition_worker.hpp"
 
 #include "actors/crash_log.hpp"
+#include "config/options.hpp"
 #include "kafka/event_record.hpp"
 #include "messages/atoms.hpp"
 #include "persistence/db_error.hpp"
 
 #include <spdlog/spdlog.h>
 
+#include <ctime>
+#include <random>
+
 namespace ef {
 
-bool partition_worker_state::apply(const partition_record& rec) {
+namespace {
+
+std::string now_rfc3339() {
+  auto now = std::chrono::system_clock::now();
+  auto t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+              now.time_since_epoch())
+              .count() %
+            1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
+}
+
+failure classify(const persistence::db_error& e) {
+  using persistence::db_errc;
+  auto kind = std::string("db_") + to_string(e.code());
+  return {e.code() == db_errc::permanent ? failure_class::permanent
+                                         : failure_class::transient,
+          kind, e.what()};
+}
+
+} // namespace
+
+std::chrono::milliseconds partition_worker_state::backoff() const {
+  // Exponential with "equal jitter": half fixed, half random, so retries of
+  // many partitions after one outage do not arrive in lockstep.
+  thread_local std::mt19937 rng{std::random_device{}()};
+  auto& c = ctx->cfg.consumer;
+  auto exp = std::min<long>(static_cast<long>(c.backoff_initial_ms)
+                              << std::min(attempts - 1, 20),
+                            c.backoff_max_ms);
+  std::uniform_int_distribution<long> half(0, exp / 2);
+  return std::chrono::milliseconds(exp - exp / 2 + half(rng));
+}
+
+bool partition_worker_state::blocked_behind_parked(const order_event& ev,
+                                                   const partition_record& rec,
+                                                   failure& why) {
+  if (!parked_orders)
+    parked_orders = dlq->store().parked_orders(consumer);
+  if (parked_orders->count(ev.order_id) == 0)
+    return false;
+  auto head = dlq->store().head_of(consumer, ev.order_id);
+  if (!head) {
+    parked_orders->erase(ev.order_id); // resolved meanwhile
+    return false;
+  }
+  // An operator's replay goes through, whatever is parked.
+  if (!rec.header("dlq.replay_of").empty())
+    return false;
+  if (head->event_id == ev.event_id)
+    return false; // redelivery of the head itself after a crash
+  why = {failure_class::permanent, "parked_behind",
+         "order " + ev.order_id + " has an earlier parked event " +
+           head->event_id + " (DLQ entry " + std::to_string(head->id) + ")"};
+  return true;
+}
+
+std::optional<failure>
+partition_worker_state::attempt(const partition_record& rec) {
   telemetry::labels who{{"consumer", consumer}};
   ctx->metrics->add("consumer_deliveries_total", who);
   std::string error;
   auto ev = kafka::decode_value(rec.value, rec.key, error);
-  if (!ev) {
-    // Not an event we can ever apply. Until the DLQ exists it is logged and
-    // skipped; it changes nothing in the database.
-    ctx->metrics->add("consumer_undecodable_total", who);
-    spdlog::error("{} p{} offset {}: undecodable record skipped: {}", consumer,
-                  partition, rec.offset, error);
-    return true;
-  }
+  if (!ev)
+    return failure{failure_class::permanent, "undecodable", error};
+  failure blocked;
+  if (blocked_behind_parked(*ev, rec, blocked))
+    return blocked;
   // Each consumer is its own actor: it gets its own crash decisions.
   auto chaos_key = consumer + "/" + ev->event_id;
   try {
@@ -30,11 +95,8 @@ bool partition_worker_state::apply(const partition_record& rec) {
     });
     switch (outcome) {
     case persistence::apply_outcome::order_missing:
-      ctx->metrics->add("consumer_retries_total", who);
-      spdlog::warn("{} p{} offset {}: order {} not found for event {}; "
-                   "retrying",
-                   consumer, partition, rec.offset, ev->order_id, ev->event_id);
-      return false;
+      return failure{failure_class::transient, "order_missing",
+                     "order " + ev->order_id + " not found"};
     case persistence::apply_outcome::duplicate:
       ctx->metrics->add("consumer_duplicates_suppressed_total", who);
       break;
@@ -46,28 +108,98 @@ bool partition_worker_state::apply(const partition_record& rec) {
                   rec.offset, ev->event_id, ev->order_id, to_string(outcome));
     // The seed's consumer window: committed in the DB, offset not yet.
     ctx->faults->check(crash_point::consumer_after_db_before_offset, chaos_key);
-    return true;
   } catch (const persistence::db_error& e) {
-    ctx->metrics->add("consumer_retries_total", who);
-    spdlog::warn("{} p{} offset {}: event {} not applied ({}): {}", consumer,
-                 partition, rec.offset, ev->event_id, to_string(e.code()),
-                 e.what());
+    return classify(e);
+  }
+  // A replayed head is through: release the next parked event of its order,
+  // so the order's events follow in their original order.
+  if (!rec.header("dlq.replay_of").empty() &&
+      dlq->release_next(consumer, ev->order_id, "release:" + consumer))
+    spdlog::info("{}: released the next parked event of order {}", consumer,
+                 ev->order_id);
+  return std::nullopt;
+}
+
+bool partition_worker_state::park(const partition_record& rec,
+                                  const order_event* ev, const failure& why) {
+  persistence::dlq_entry e;
+  e.consumer = consumer;
+  e.event_id = ev ? ev->event_id
+                  : "offset:" + std::to_string(rec.partition) + ":" +
+                      std::to_string(rec.offset);
+  e.order_key = rec.key;
+  e.value = rec.value;
+  e.event_type = ev ? ev->event_type : "";
+  e.error_class = why.kind;
+  e.error_message = why.message;
+  e.attempts = attempts;
+  e.source_topic = ctx->cfg.kafka.topic;
+  e.source_partition = rec.partition;
+  e.source_offset = rec.offset;
+  e.first_failure_at = first_failure_at;
+  e.last_failure_at = now_rfc3339();
+  if (!dlq_producer)
+    dlq_producer = std::make_unique<kafka::outbox_producer>(
+      ctx->brokers, config::dlq_topic_of(ctx->cfg),
+      ctx->cfg.kafka.delivery_timeout_ms, "eventforge-dlq-" + consumer);
+  auto d = dlq_producer->publish_raw(
+    rec.key, rec.value,
+    {{"event_id", ev ? ev->event_id : rec.event_id_header},
+     {"dlq.source.topic", e.source_topic},
+     {"dlq.source.partition", std::to_string(rec.partition)},
+     {"dlq.source.offset", std::to_string(rec.offset)},
+     {"dlq.consumer", consumer},
+     {"dlq.error.class", why.kind},
+     {"dlq.error.message", why.message},
+     {"dlq.attempts", std::to_string(attempts)},
+     {"dlq.first_failure", e.first_failure_at},
+     {"dlq.last_failure", e.last_failure_at}});
+  if (!d.persisted) {
+    spdlog::warn("{} p{} offset {}: DLQ produce not acknowledged ({}); the "
+                 "offset stays",
+                 consumer, partition, rec.offset, d.error);
     return false;
   }
+  // Acked by the DLQ, offset not yet committed.
+  ctx->faults->check(crash_point::dlq_after_dlq_ack_before_offset,
+                     consumer + "/" + e.event_id);
+  dlq->store().park(e, true);
+  if (parked_orders)
+    parked_orders->insert(rec.key);
+  ctx->metrics->add("dlq_parked_total",
+                    {{"consumer", consumer}, {"class", why.kind}});
+  spdlog::warn("{} p{} offset {}: event {} parked in the DLQ after {} "
+               "attempt(s): {}: {}",
+               consumer, partition, rec.offset, e.event_id, attempts, why.kind,
+               why.message);
+  return true;
 }
 
 std::chrono::milliseconds
 partition_worker_state::drain(caf::event_based_actor* self) {
-  auto& c = ctx->cfg.consumer;
   while (!pending.empty()) {
     auto& rec = pending.front();
-    if (!apply(rec)) {
+    auto fail = attempt(rec);
+    if (fail) {
       ++attempts;
-      auto delay = std::chrono::milliseconds(c.retry_backoff_ms) *
-                   (1 << std::min(attempts - 1, 16));
-      return std::min(delay, std::chrono::milliseconds(c.retry_backoff_max_ms));
+      if (attempts == 1)
+        first_failure_at = now_rfc3339();
+      bool exhausted = fail->cls == failure_class::permanent ||
+                       attempts >= ctx->cfg.consumer.max_attempts;
+      if (!exhausted) {
+        ctx->metrics->add("consumer_retries_total", {{"consumer", consumer}});
+        spdlog::info("{} p{} offset {}: attempt {} failed ({}: {}); retrying",
+                     consumer, partition, rec.offset, attempts, fail->kind,
+                     fail->message);
+        return backoff();
+      }
+      std::string error;
+      auto ev = kafka::decode_value(rec.value, rec.key, error);
+      if (!park(rec, ev ? &*ev : nullptr, *fail))
+        return backoff(); // the DLQ is unreachable: keep the record
     }
     attempts = 0;
+    first_failure_at.clear();
     self->send(group_member, record_done{rec.partition, rec.offset});
     pending.pop_front();
   }
@@ -81,6 +213,8 @@ partition_worker(caf::stateful_actor<partition_worker_state>* self,
   log_crashes(self, consumer + " partition " + std::to_string(partition));
   auto& st = self->state;
   st.applier = std::make_unique<persistence::event_applier>(ctx->dsn, consumer);
+  st.dlq = std::make_unique<dlq_operations>(ctx->dsn, ctx->brokers,
+                                            ctx->cfg.kafka.delivery_timeout_ms);
   st.ctx = std::move(ctx);
   st.group_member = std::move(group_member);
   st.consumer = std::move(consumer);

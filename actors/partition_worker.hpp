@@ -1,6 +1,8 @@
 #pragma once
 
 #include "actors/context.hpp"
+#include "actors/dlq_operations.hpp"
+#include "kafka/outbox_producer.hpp"
 #include "messages/events.hpp"
 #include "persistence/event_applier.hpp"
 
@@ -9,29 +11,69 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <optional>
+#include <set>
 
 namespace ef {
 
+/// Whether retrying a failed delivery can help.
+enum class failure_class {
+  /// Connection lost, serialization failure, deadlock, lock or statement
+  /// timeout, broker unavailable, order not (yet) visible: retry inline.
+  transient,
+  /// Undecodable payload, unknown event type, a rule that can never pass, a
+  /// later event of an order whose earlier event is parked: DLQ at once.
+  permanent,
+};
+
+/// Why a delivery failed: class, a short kind (the DLQ's error class) and
+/// the message.
+struct failure {
+  failure_class cls;
+  std::string kind;
+  std::string message;
+};
+
 /// Applies the records of ONE owned partition, strictly in offset order:
 /// each in one idempotent transaction, then tells the group member the
-/// record is done (only then may its offset be committed). A record that
-/// cannot be applied yet (order missing, database unavailable) is retried
-/// with backoff while later records wait behind it. Blocking, so detached.
+/// record is done (only then may its offset be committed).
+///
+/// A transient failure is retried inline with exponential backoff and
+/// jitter, up to consumer.max-attempts, while later records wait behind it
+/// (order kept; the group member pauses the partition when they pile up).
+/// A permanent failure, or an exhausted budget, parks the record: it is
+/// produced to the DLQ topic and, once acknowledged, recorded in
+/// dlq_events; only then does the offset move (I5). Later events of a
+/// parked order are parked behind it, in order, until a replay releases
+/// them. Blocking (libpq, librdkafka), so detached.
 struct partition_worker_state {
   context_ptr ctx;
   std::unique_ptr<persistence::event_applier> applier;
+  std::unique_ptr<dlq_operations> dlq;
+  std::unique_ptr<kafka::outbox_producer> dlq_producer;
+  std::optional<std::set<std::string>> parked_orders; ///< candidates
   caf::actor group_member;
   std::string consumer;
   std::int32_t partition = 0;
   std::deque<partition_record> pending;
   bool waiting_for_retry = false;
   int attempts = 0;
+  std::string first_failure_at;
 
-  /// Applies pending records in order until one must wait; returns the
-  /// delay before the next retry, or zero when the queue drained.
+  /// Processes pending records in order until one must wait; returns the
+  /// delay before the next attempt, or zero when the queue drained.
   std::chrono::milliseconds drain(caf::event_based_actor* self);
-  /// Applies one record; false means "not yet, retry later".
-  bool apply(const partition_record& rec);
+  /// One attempt at the front record: nullopt when done (applied,
+  /// suppressed or parked), else the failure.
+  std::optional<failure> attempt(const partition_record& rec);
+  /// Parks `rec` in the DLQ; false if the DLQ did not acknowledge it.
+  bool park(const partition_record& rec, const order_event* ev,
+            const failure& why);
+  /// True if the event's order has a parked head that this event must wait
+  /// behind (sets `why`).
+  bool blocked_behind_parked(const order_event& ev, const partition_record& rec,
+                             failure& why);
+  std::chrono::milliseconds backoff() const;
 
   static inline const char* name = "partition";
 };

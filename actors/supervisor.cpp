@@ -3,6 +3,7 @@
 #include "actors/crash_log.hpp"
 #include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
+#include "messages/dlq_messages.hpp"
 #include "messages/order_messages.hpp"
 
 #include <spdlog/spdlog.h>
@@ -54,10 +55,10 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
   return false;
 }
 
-caf::actor supervisor_state::next_order_handler() {
+caf::actor supervisor_state::next_on(const std::string& route) {
   for (size_t n = 0; n < children.size(); ++n) {
     auto& c = children[next_router++ % children.size()];
-    if (c.spec.serves_orders && c.current)
+    if (c.spec.route == route && c.current)
       return c.current;
   }
   return {};
@@ -82,17 +83,21 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
     if (!self->state.on_child_exit(em))
       self->quit(em.reason); // from whoever owns us: shut down
   });
-  // Forwards an order command; the handler replies to the original sender.
-  auto route = [self](auto& cmd) -> caf::result<caf::message> {
-    auto next = self->state.next_order_handler();
+  // Forwards a command down its route; the actor at the end replies to the
+  // original sender directly.
+  auto forward = [self](const char* route,
+                        auto& cmd) -> caf::result<caf::message> {
+    auto next = self->state.next_on(route);
     if (!next)
-      return make_api_error(api_errc::unavailable, "no API worker is up");
+      return make_api_error(api_errc::unavailable,
+                            std::string("no actor is up for ") + route);
     return self->delegate(next, std::move(cmd));
   };
   return {
-    [=](create_order& cmd) { return route(cmd); },
-    [=](cancel_order& cmd) { return route(cmd); },
-    [=](get_order& cmd) { return route(cmd); },
+    [=](create_order& cmd) { return forward("orders", cmd); },
+    [=](cancel_order& cmd) { return forward("orders", cmd); },
+    [=](get_order& cmd) { return forward("orders", cmd); },
+    [=](dlq_command& cmd) { return forward("dlq", cmd); },
     [=](restart_atom, std::uint64_t index) {
       auto& c = self->state.children[index];
       if (!c.current) {

@@ -19,7 +19,7 @@ struct child_spec {
   std::string kind; ///< restart counter label: "api", "relay", "supervisor"…
   std::string name; ///< unique among siblings, e.g. "relay-2"
   std::function<caf::actor(caf::event_based_actor*)> spawn;
-  bool serves_orders = false; ///< order commands are routed to it
+  std::string route; ///< "orders", "dlq": commands routed to it; "": none
 };
 
 /// A one_for_one supervisor: starts every child, restarts a crashed one
@@ -44,8 +44,8 @@ struct supervisor_state {
   void start(size_t index);
   /// Handles a linked actor's exit; false if it is not one of ours.
   bool on_child_exit(const caf::exit_msg& em);
-  /// The next live child that serves orders, or an invalid handle.
-  caf::actor next_order_handler();
+  /// The next live child on `route`, or an invalid handle.
+  caf::actor next_on(const std::string& route);
 
   static inline const char* name = "supervisor";
 };

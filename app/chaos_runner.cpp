@@ -65,6 +65,12 @@ void drive(const std::string& url, const config::settings& cfg,
            const chaos_plan& plan, drive_stats& stats) {
   std::atomic<int> next{0};
   auto deadline = clock::now() + std::chrono::seconds(plan.timeout_s);
+  // A fresh key space per run: a rerun on the same database places new
+  // orders instead of replaying the previous run's.
+  auto run_id =
+    std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count());
   auto worker = [&] {
     httplib::Client cli(url);
     cli.set_keep_alive(true);
@@ -77,8 +83,8 @@ void drive(const std::string& url, const config::settings& cfg,
                    {"qty", 1 + i % 4},
                    {"price_cents", 100 + i % 1000}}}}};
       httplib::Headers headers{
-        {"Idempotency-Key",
-         "chaos-" + std::to_string(cfg.chaos.seed) + "-" + std::to_string(i)}};
+        {"Idempotency-Key", "chaos-" + std::to_string(cfg.chaos.seed) + "-" +
+                              run_id + "-" + std::to_string(i)}};
       std::string reply;
       if (post_until_answered(cli, "/orders", headers, body.dump(), deadline,
                               stats, &reply) != 201) {
@@ -115,10 +121,15 @@ bool quiescent(const config::settings& cfg, const endpoints& ep) {
     return false;
   auto ends = kafka::log_end_offsets(ep.kafka_brokers, cfg.kafka.topic,
                                      cfg.kafka.partitions);
-  for (auto& name : cfg.consumer.enabled)
-    if (kafka::committed_offsets(ep.kafka_brokers, "eventforge." + name,
-                                 cfg.kafka.topic, cfg.kafka.partitions) != ends)
-      return false;
+  for (auto& name : cfg.consumer.enabled) {
+    auto committed =
+      kafka::committed_offsets(ep.kafka_brokers, "eventforge." + name,
+                               cfg.kafka.topic, cfg.kafka.partitions);
+    // A partition that never received a record has no commit (-1).
+    for (size_t p = 0; p < ends.size(); ++p)
+      if (ends[p] > 0 && committed[p] != ends[p])
+        return false;
+  }
   return true;
 }
 

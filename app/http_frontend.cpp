@@ -1,6 +1,7 @@
 #include "app/http_frontend.hpp"
 
 #include "messages/api_error.hpp"
+#include "messages/dlq_messages.hpp"
 #include "messages/order_messages.hpp"
 
 #include <httplib.h>
@@ -199,6 +200,74 @@ struct http_frontend::impl {
                [&](caf::error& err) { send_caf_error(res, err); });
   }
 
+  /// Checks the bearer token of an admin request; on success returns the
+  /// token's name (recorded with the action), else answers and returns "".
+  std::string authorize(const httplib::Request& req, httplib::Response& res) {
+    auto& configured = cfg.http.admin_token;
+    if (configured.empty()) {
+      send_error(res, 404, "admin endpoints are off (set http.admin-token)");
+      return {};
+    }
+    auto colon = configured.find(':');
+    auto name = colon == std::string::npos ? std::string("admin")
+                                           : configured.substr(0, colon);
+    auto secret =
+      colon == std::string::npos ? configured : configured.substr(colon + 1);
+    auto auth = req.get_header_value("Authorization");
+    if (auth.rfind("Bearer ", 0) != 0) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      send_error(res, 401, "a bearer token is required", "Authorization");
+      return {};
+    }
+    auto given = auth.substr(7);
+    // Compare in constant time: the length is not secret, the bytes are.
+    unsigned char diff = given.size() == secret.size() ? 0 : 1;
+    for (size_t i = 0; i < given.size() && i < secret.size(); ++i)
+      diff |= static_cast<unsigned char>(given[i] ^ secret[i]);
+    if (diff != 0) {
+      send_error(res, 403, "the bearer token is not valid", "Authorization");
+      return {};
+    }
+    return "token:" + name;
+  }
+
+  void admin(const httplib::Request& req, httplib::Response& res,
+             dlq_command cmd) {
+    auto who = authorize(req, res);
+    if (who.empty())
+      return;
+    cmd.actor = who;
+    ask<dlq_reply>(res, std::move(cmd), [&](dlq_reply& r) {
+      res.status = 200;
+      res.set_content(r.json, "application/json");
+    });
+  }
+
+  void admin_routes() {
+    server.Get("/admin/dlq", [this](const httplib::Request& req,
+                                    httplib::Response& res) {
+      admin(req, res, {"list", 0, req.get_param_value("status"), ""});
+    });
+    server.Get("/admin/dlq/groups",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 admin(req, res, {"groups", 0, "", ""});
+               });
+    auto by_id = [this](const char* verb) {
+      return [this, verb](const httplib::Request& req, httplib::Response& res) {
+        std::int64_t id = 0;
+        try {
+          id = std::stoll(req.matches[1]);
+        } catch (const std::exception&) {
+          return send_error(res, 404, "no such DLQ entry", "id");
+        }
+        admin(req, res, {verb, id, "", ""});
+      };
+    };
+    server.Get(R"(/admin/dlq/(\d+))", by_id("show"));
+    server.Post(R"(/admin/dlq/(\d+)/replay)", by_id("replay"));
+    server.Post(R"(/admin/dlq/(\d+)/discard)", by_id("discard"));
+  }
+
   void routes() {
     server.Post(
       "/orders", [this](const httplib::Request& req, httplib::Response& res) {
@@ -233,6 +302,7 @@ struct http_frontend::impl {
         res.set_content(v.json, "application/json");
       });
     });
+    admin_routes();
     server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       send_json(res, 200, {{"status", "ok"}});
     });

@@ -3,6 +3,8 @@
 //   broker   a standalone in-process Kafka-protocol broker for other processes
 //   migrate  apply pending schema migrations and exit
 
+#include "actors/dlq_handler.hpp"
+#include "actors/dlq_operations.hpp"
 #include "actors/eventforge.hpp"
 #include "app/chaos_runner.hpp"
 #include "app/cli.hpp"
@@ -108,6 +110,82 @@ int migrate(const settings& cfg) {
   return 0;
 }
 
+/// `eventforge dlq ACTION [ID]`: operator access to the DLQ of a system.
+struct dlq_args {
+  std::string action;
+  std::int64_t id = 0;
+  std::string status;
+  std::string group;
+  bool dry_run = false;
+};
+
+int dlq_command_line(const settings& cfg, const dlq_args& a) {
+  if (cfg.database.url.empty() || cfg.kafka.brokers.empty()) {
+    std::cerr << "eventforge: dlq needs --database.url and --kafka.brokers "
+                 "(the running system's, as printed in its ready line)"
+              << std::endl;
+    return 2;
+  }
+  ef::dlq_operations ops(cfg.database.url, cfg.kafka.brokers,
+                         cfg.kafka.delivery_timeout_ms);
+  auto user = std::getenv("USER");
+  auto actor = std::string("cli:") + (user ? user : "unknown");
+  auto& store = ops.store();
+  if (a.action == "list") {
+    for (auto& g : store.groups())
+      std::cout << "group " << g.fingerprint << ": " << g.count
+                << " parked, oldest " << static_cast<long>(g.oldest_age_seconds)
+                << " s\n";
+    for (auto& e : store.list(a.status, 1000))
+      std::cout << e.id << " " << e.status << " " << e.consumer << " event "
+                << e.event_id << " order " << e.order_key << " "
+                << e.error_class << ": " << e.error_message << "\n";
+    return 0;
+  }
+  if (a.action == "show") {
+    auto e = store.get(a.id);
+    if (!e) {
+      std::cerr << "eventforge: no DLQ entry " << a.id << std::endl;
+      return 1;
+    }
+    std::cout << ef::to_json(*e) << std::endl;
+    return 0;
+  }
+  if (a.action == "replay" && !a.group.empty()) {
+    auto entries = store.in_group(a.group);
+    if (entries.empty()) {
+      std::cerr << "eventforge: no parked entries in group \"" << a.group
+                << "\"" << std::endl;
+      return 1;
+    }
+    int failed = 0;
+    for (auto& e : entries) {
+      if (a.dry_run) {
+        std::cout << "would replay " << e.id << " (event " << e.event_id
+                  << ")\n";
+        continue;
+      }
+      auto r = ops.replay(e.id, actor);
+      std::cout << r.message << "\n";
+      failed += r.ok ? 0 : 1;
+    }
+    return failed == 0 ? 0 : 1;
+  }
+  if (a.action == "replay" || a.action == "discard") {
+    if (a.dry_run) {
+      std::cout << "would " << a.action << " " << a.id << "\n";
+      return 0;
+    }
+    auto r =
+      a.action == "replay" ? ops.replay(a.id, actor) : ops.discard(a.id, actor);
+    (r.ok ? std::cout : std::cerr) << r.message << std::endl;
+    return r.ok ? 0 : 1;
+  }
+  std::cerr << "eventforge: unknown dlq action \"" << a.action
+            << "\" (list, show, replay, discard)" << std::endl;
+  return 2;
+}
+
 int verify_command(const settings& cfg) {
   if (cfg.database.url.empty() || cfg.kafka.brokers.empty()) {
     std::cerr << "eventforge: verify needs --database.url and --kafka.brokers "
@@ -147,6 +225,19 @@ int main(int argc, char** argv) {
   add("migrate", "apply pending schema migrations and exit", migrate);
   add("verify", "check invariants I1-I5 of a system from durable state",
       verify_command);
+  dlq_args dlq;
+  auto* dlq_sub =
+    add("dlq", "list, show, replay or discard DLQ entries",
+        [&](const settings& cfg) { return dlq_command_line(cfg, dlq); });
+  dlq_sub->add_option("action", dlq.action, "list, show, replay or discard")
+    ->required();
+  dlq_sub->add_option("id", dlq.id, "DLQ entry id (show, replay, discard)");
+  dlq_sub->add_option("--status", dlq.status,
+                      "list: only entries in this status");
+  dlq_sub->add_option("--group", dlq.group,
+                      "replay: every parked entry with this fingerprint");
+  dlq_sub->add_flag("--dry-run", dlq.dry_run,
+                    "replay/discard: show what would happen");
   ef::app::chaos_plan plan;
   std::optional<std::uint64_t> seed;
   std::optional<double> rate;

@@ -1,12 +1,15 @@
 #include "app/runtime.hpp"
 
+#include "config/options.hpp"
+
 #include <spdlog/spdlog.h>
 
 namespace ef::app {
 
 std::vector<kafka::embedded_broker::topic_spec>
 broker_topics(const config::settings& cfg) {
-  return {{cfg.kafka.topic, cfg.kafka.partitions}};
+  return {{cfg.kafka.topic, cfg.kafka.partitions},
+          {config::dlq_topic_of(cfg), cfg.kafka.partitions}};
 }
 
 runtime::runtime(const config::settings& cfg) {

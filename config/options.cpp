@@ -179,6 +179,11 @@ std::vector<option> make_options() {
     "http.request-timeout-ms",
     [](settings& s) -> int& { return s.http.request_timeout_ms; }, 100, 600000,
     "how long a request waits for the API actor before 503"));
+  v.push_back(str_opt(
+    "http.admin-token",
+    [](settings& s) -> std::string& { return s.http.admin_token; }, nullptr,
+    "bearer token for /admin endpoints as [NAME:]SECRET (NAME is recorded "
+    "with each action); empty: admin endpoints off"));
   // -- database ------------------------------------------------------------
   v.push_back(str_opt(
     "database.url", [](settings& s) -> std::string& { return s.database.url; },
@@ -227,6 +232,13 @@ std::vector<option> make_options() {
     "kafka.fetch-wait-max-ms",
     [](settings& s) -> int& { return s.kafka.fetch_wait_max_ms; }, 1, 60000,
     "longest a fetch waits for new records (consumer latency floor)"));
+  v.push_back(str_opt(
+    "kafka.dlq-topic",
+    [](settings& s) -> std::string& { return s.kafka.dlq_topic; },
+    [](const std::string& v) {
+      return v.empty() ? std::optional<std::string>{} : topic_name(v);
+    },
+    "dead-letter topic; empty: <kafka.topic>.dlq"));
   // -- api -----------------------------------------------------------------
   v.push_back(int_opt<int>(
     "api.workers", [](settings& s) -> int& { return s.api.workers; }, 1, 64,
@@ -253,12 +265,17 @@ std::vector<option> make_options() {
     [](settings& s) -> int& { return s.consumer.max_in_flight; }, 1, 100000,
     "records handed to a partition actor before its partition is paused"));
   v.push_back(int_opt<int>(
-    "consumer.retry-backoff-ms",
-    [](settings& s) -> int& { return s.consumer.retry_backoff_ms; }, 1, 60000,
+    "consumer.max-attempts",
+    [](settings& s) -> int& { return s.consumer.max_attempts; }, 1, 1000,
+    "attempts for a record with transient failures before it goes to the "
+    "DLQ (permanent failures go at once)"));
+  v.push_back(int_opt<int>(
+    "consumer.backoff-initial-ms",
+    [](settings& s) -> int& { return s.consumer.backoff_initial_ms; }, 1, 60000,
     "first delay before retrying a record that could not be applied yet"));
   v.push_back(int_opt<int>(
-    "consumer.retry-backoff-max-ms",
-    [](settings& s) -> int& { return s.consumer.retry_backoff_max_ms; }, 1,
+    "consumer.backoff-max-ms",
+    [](settings& s) -> int& { return s.consumer.backoff_max_ms; }, 1,
     3600000, "largest delay between retries of one record"));
   // -- supervisor ----------------------------------------------------------
   v.push_back(int_opt<int>(
@@ -327,9 +344,9 @@ build_result build_settings(const raw_values& values) {
 }
 
 std::optional<std::string> validate(const settings& s) {
-  if (s.consumer.retry_backoff_max_ms < s.consumer.retry_backoff_ms)
-    return "invalid value for consumer.retry-backoff-max-ms: must be >= "
-           "consumer.retry-backoff-ms";
+  if (s.consumer.backoff_max_ms < s.consumer.backoff_initial_ms)
+    return "invalid value for consumer.backoff-max-ms: must be >= "
+           "consumer.backoff-initial-ms";
   return std::nullopt;
 }
 

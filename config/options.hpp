@@ -38,6 +38,11 @@ struct build_result {
 };
 build_result build_settings(const raw_values& values);
 
+/// The dead-letter topic: kafka.dlq-topic, or "<kafka.topic>.dlq".
+inline std::string dlq_topic_of(const settings& s) {
+  return s.kafka.dlq_topic.empty() ? s.kafka.topic + ".dlq" : s.kafka.dlq_topic;
+}
+
 /// Checks cross-key constraints that a single option cannot (none yet beyond
 /// the per-key ones, kept as the place to add them).
 std::optional<std::string> validate(const settings& s);

@@ -15,6 +15,7 @@ struct settings {
     std::int64_t max_body_bytes = 64 * 1024;
     int threads = 8;
     int request_timeout_ms = 5000;
+    std::string admin_token; ///< "[NAME:]SECRET"; empty: admin endpoints off
   } http;
 
   struct database_section {
@@ -32,6 +33,7 @@ struct settings {
     int embedded_brokers = 3;
     int session_timeout_ms = 10000;
     int delivery_timeout_ms = 30000;
+    std::string dlq_topic; ///< empty: "<topic>.dlq"
     int fetch_wait_max_ms = 50;
   } kafka;
 
@@ -48,8 +50,9 @@ struct settings {
   struct consumer_section {
     std::vector<std::string> enabled = {"fulfillment", "billing"};
     int max_in_flight = 256;
-    int retry_backoff_ms = 100;
-    int retry_backoff_max_ms = 5000;
+    int max_attempts = 5;
+    int backoff_initial_ms = 100;
+    int backoff_max_ms = 5000;
   } consumer;
 
   struct supervisor_section {

@@ -101,10 +101,12 @@ std::optional<partition_record> group_consumer::poll(int timeout_ms) {
       r.key = *m->key();
     r.value.assign(static_cast<const char*>(m->payload()), m->len());
     if (auto* h = m->headers()) {
-      auto v = h->get_last("event_id");
-      if (v.err() == RdKafka::ERR_NO_ERROR && v.value() != nullptr)
-        r.event_id_header.assign(static_cast<const char*>(v.value()),
-                                 v.value_size());
+      for (auto& x : h->get_all())
+        if (x.value() != nullptr)
+          r.headers.emplace_back(
+            x.key(),
+            std::string(static_cast<const char*>(x.value()), x.value_size()));
+      r.event_id_header = r.header("event_id");
     }
     return r;
   }

@@ -116,12 +116,21 @@ std::vector<stored_record> read_all(const std::string& brokers,
     }
     idle = 0;
     stored_record r{
-      m->partition(), m->offset(), m->key() ? *m->key() : "",
-      std::string(static_cast<const char*>(m->payload()), m->len()), ""};
+      m->partition(),
+      m->offset(),
+      m->key() ? *m->key() : "",
+      std::string(static_cast<const char*>(m->payload()), m->len()),
+      "",
+      {}};
     if (auto* h = m->headers()) {
-      auto v = h->get_last("event_id");
-      if (v.err() == RdKafka::ERR_NO_ERROR && v.value() != nullptr)
-        r.event_id.assign(static_cast<const char*>(v.value()), v.value_size());
+      for (auto& x : h->get_all()) {
+        if (x.value() == nullptr)
+          continue;
+        std::string v(static_cast<const char*>(x.value()), x.value_size());
+        if (x.key() == "event_id")
+          r.event_id = v;
+        r.headers.emplace_back(x.key(), std::move(v));
+      }
     }
     next[r.partition] = r.offset + 1;
     out.push_back(std::move(r));

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ef::kafka {
@@ -35,6 +36,7 @@ struct stored_record {
   std::string key;
   std::string value;
   std::string event_id;
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 std::vector<stored_record> read_all(const std::string& brokers,
                                     const std::string& topic, int partitions);

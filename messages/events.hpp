@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ef {
 
@@ -39,12 +41,22 @@ struct partition_record {
   std::string key;
   std::string value;
   std::string event_id_header;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  /// The value of header `name`, or "" if absent.
+  const std::string& header(const std::string& name) const {
+    static const std::string none;
+    for (auto& [k, v] : headers)
+      if (k == name)
+        return v;
+    return none;
+  }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, partition_record& x) {
   return f(caf::meta::type_name("partition_record"), x.partition, x.offset,
-           x.key, x.value, x.event_id_header);
+           x.key, x.value, x.event_id_header, x.headers);
 }
 
 /// A partition actor finished a record: its DB transaction committed (or it

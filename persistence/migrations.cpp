@@ -92,12 +92,52 @@ CREATE TABLE idempotency_keys (
 );
 )sql";
 
+const char* v2_dlq = R"sql(
+-- Dead-lettered deliveries, one row per (consumer, event). Undecodable
+-- records have no event ID; they are keyed 'offset:<partition>:<offset>'.
+CREATE TABLE dlq_events (
+  id               bigserial PRIMARY KEY,
+  consumer         text NOT NULL,
+  event_id         text NOT NULL,
+  order_key        text NOT NULL,
+  value            bytea NOT NULL,
+  event_type       text,
+  error_class      text NOT NULL,
+  error_message    text NOT NULL,
+  fingerprint      text NOT NULL,
+  attempts         int NOT NULL,
+  source_topic     text NOT NULL,
+  source_partition int NOT NULL,
+  source_offset    bigint NOT NULL,
+  first_failure_at timestamptz NOT NULL,
+  last_failure_at  timestamptz NOT NULL,
+  parked_at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+  status           text NOT NULL DEFAULT 'parked'
+                     CHECK (status IN ('parked', 'replayed', 'discarded')),
+  resolved_at      timestamptz,
+  UNIQUE (consumer, event_id)
+);
+CREATE INDEX dlq_events_parked ON dlq_events (consumer, order_key)
+  WHERE status = 'parked';
+
+-- Audit trail of operator actions on DLQ entries.
+CREATE TABLE dlq_actions (
+  id       bigserial PRIMARY KEY,
+  dlq_id   bigint NOT NULL REFERENCES dlq_events (id),
+  action   text NOT NULL CHECK (action IN ('replay', 'discard', 'release')),
+  actor    text NOT NULL,
+  outcome  text NOT NULL,
+  at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+)sql";
+
 } // namespace
 
 const std::vector<migration>& migrations() {
   static const std::vector<migration> all{
     {1, "core: orders, outbox, processed_events, effects, accounts, keys",
      v1_core},
+    {2, "dlq: dlq_events, dlq_actions", v2_dlq},
   };
   return all;
 }

@@ -126,7 +126,8 @@ TEST_CASE("event_for_a_missing_order_is_rolled_back_without_a_mark_and_"
           "applied_once_the_order_exists") {
   test::database db;
   auto cfg = test::test_settings();
-  cfg.consumer.retry_backoff_max_ms = 200;
+  cfg.consumer.backoff_max_ms = 200;
+  cfg.consumer.max_attempts = 1000; // keep retrying until the order exists
   kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
   test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
   auto order_id = new_uuid_v7();

@@ -1,0 +1,35 @@
+#pragma once
+
+#include "actors/context.hpp"
+#include "actors/dlq_operations.hpp"
+#include "kafka/group_consumer.hpp"
+#include "messages/dlq_messages.hpp"
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+namespace ef {
+
+/// Consumes the DLQ topic into dlq_events (deduplicated by consumer + event
+/// ID; a late copy never re-parks an entry an operator already replayed),
+/// committing each offset after the row is stored. Executes operator
+/// commands (list, groups, show, replay, discard). Blocking, so detached.
+struct dlq_handler_state {
+  context_ptr ctx;
+  std::unique_ptr<dlq_operations> ops;
+  std::unique_ptr<kafka::group_consumer> consumer;
+
+  void poll_once();
+  caf::result<dlq_reply> execute(const dlq_command& cmd);
+
+  static inline const char* name = "dlq-handler";
+};
+
+caf::behavior dlq_handler(caf::stateful_actor<dlq_handler_state>* self,
+                          context_ptr ctx);
+
+/// JSON rendering shared by the handler and `eventforge dlq`.
+std::string to_json(const persistence::dlq_entry& e);
+
+} // namespace ef

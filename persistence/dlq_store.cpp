@@ -1,0 +1,263 @@
+#include "persistence/dlq_store.hpp"
+
+#include "persistence/connection.hpp"
+
+#include <regex>
+
+namespace ef::persistence {
+
+namespace {
+
+const char* entry_columns =
+  "id, consumer, event_id, order_key, encode(value, 'hex'), "
+  "coalesce(event_type, ''), error_class, error_message, fingerprint, "
+  "attempts, source_topic, source_partition, source_offset, "
+  "to_char(first_failure_at AT TIME ZONE 'UTC', "
+  "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+  "to_char(last_failure_at AT TIME ZONE 'UTC', "
+  "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+  "to_char(parked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
+  "status, extract(epoch FROM clock_timestamp() - parked_at)::float8";
+
+std::string from_hex(const std::string& hex) {
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i + 1 < hex.size(); i += 2)
+    out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+std::string to_hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 0xf];
+  }
+  return out;
+}
+
+dlq_entry entry_of(const pqxx::row& r) {
+  dlq_entry e;
+  e.id = r[0].as<std::int64_t>();
+  e.consumer = r[1].as<std::string>();
+  e.event_id = r[2].as<std::string>();
+  e.order_key = r[3].as<std::string>();
+  e.value = from_hex(r[4].as<std::string>());
+  e.event_type = r[5].as<std::string>();
+  e.error_class = r[6].as<std::string>();
+  e.error_message = r[7].as<std::string>();
+  e.fingerprint = r[8].as<std::string>();
+  e.attempts = r[9].as<int>();
+  e.source_topic = r[10].as<std::string>();
+  e.source_partition = r[11].as<int>();
+  e.source_offset = r[12].as<std::int64_t>();
+  e.first_failure_at = r[13].as<std::string>();
+  e.last_failure_at = r[14].as<std::string>();
+  e.parked_at = r[15].as<std::string>();
+  e.status = r[16].as<std::string>();
+  e.age_seconds = r[17].as<double>();
+  return e;
+}
+
+std::string select_entries(const std::string& where_etc) {
+  return std::string("SELECT ") + entry_columns + " FROM dlq_events " +
+         where_etc;
+}
+
+} // namespace
+
+dlq_store::dlq_store(std::string dsn)
+    : db_(std::make_unique<session>(std::move(dsn), nullptr)) {
+  // nop
+}
+
+dlq_store::~dlq_store() = default;
+
+std::string dlq_store::fingerprint_of(const std::string& error_class,
+                                      const std::string& message) {
+  static const std::regex uuid(
+    "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+    "[0-9a-fA-F]{12}");
+  static const std::regex quoted("\"[^\"]*\"");
+  static const std::regex number("[0-9]+");
+  auto shape = std::regex_replace(message, uuid, "<uuid>");
+  shape = std::regex_replace(shape, quoted, "\"…\"");
+  shape = std::regex_replace(shape, number, "#");
+  return error_class + ": " + shape;
+}
+
+std::int64_t dlq_store::park(const dlq_entry& e, bool repark) {
+  try {
+    pqxx::work w(db_->get());
+    auto r = w.exec_params(
+      "INSERT INTO dlq_events (consumer, event_id, order_key, value, "
+      "event_type, error_class, error_message, fingerprint, attempts, "
+      "source_topic, source_partition, source_offset, first_failure_at, "
+      "last_failure_at) VALUES ($1, $2, $3, decode($4, 'hex'), "
+      "nullif($5, ''), $6, $7, $8, $9, $10, $11, $12, $13::timestamptz, "
+      "$14::timestamptz) "
+      "ON CONFLICT (consumer, event_id) DO UPDATE SET status = 'parked', "
+      "resolved_at = NULL, error_class = EXCLUDED.error_class, "
+      "error_message = EXCLUDED.error_message, fingerprint = "
+      "EXCLUDED.fingerprint, attempts = EXCLUDED.attempts, last_failure_at = "
+      "EXCLUDED.last_failure_at, parked_at = clock_timestamp() "
+      "WHERE dlq_events.status <> 'parked' AND $15 RETURNING id",
+      e.consumer, e.event_id, e.order_key, to_hex(e.value), e.event_type,
+      e.error_class, e.error_message,
+      e.fingerprint.empty() ? fingerprint_of(e.error_class, e.error_message)
+                            : e.fingerprint,
+      e.attempts, e.source_topic, e.source_partition, e.source_offset,
+      e.first_failure_at, e.last_failure_at, repark);
+    std::int64_t id = 0;
+    if (r.empty())
+      id = w.exec_params1("SELECT id FROM dlq_events WHERE consumer = $1 AND "
+                          "event_id = $2",
+                          e.consumer, e.event_id)[0]
+             .as<std::int64_t>();
+    else
+      id = r[0][0].as<std::int64_t>();
+    w.commit();
+    return id;
+  } catch (...) {
+    db_->reset();
+    rethrow_as_db_error();
+  }
+}
+
+std::set<std::string> dlq_store::parked_orders(const std::string& consumer) {
+  std::set<std::string> out;
+  try {
+    pqxx::read_transaction t(db_->get());
+    for (const auto& row : t.exec_params(
+           "SELECT DISTINCT order_key FROM dlq_events WHERE consumer = $1 AND "
+           "status = 'parked'",
+           consumer))
+      out.insert(row[0].as<std::string>());
+  } catch (...) {
+    db_->reset();
+    rethrow_as_db_error();
+  }
+  return out;
+}
+
+std::optional<dlq_entry> dlq_store::head_of(const std::string& consumer,
+                                            const std::string& order_key) {
+  try {
+    pqxx::read_transaction t(db_->get());
+    auto r = t.exec_params(select_entries("WHERE consumer = $1 AND order_key "
+                                          "= $2 AND status = 'parked' ORDER "
+                                          "BY source_offset, id LIMIT 1"),
+                           consumer, order_key);
+    if (r.empty())
+      return std::nullopt;
+    return entry_of(r[0]);
+  } catch (...) {
+    db_->reset();
+    rethrow_as_db_error();
+  }
+}
+
+std::optional<std::string> dlq_store::status_of(const std::string& consumer,
+                                                const std::string& event_id) {
+  try {
+    pqxx::read_transaction t(db_->get());
+    auto r = t.exec_params("SELECT status FROM dlq_events WHERE consumer = $1 "
+                           "AND event_id = $2",
+                           consumer, event_id);
+    if (r.empty())
+      return std::nullopt;
+    return r[0][0].as<std::string>();
+  } catch (...) {
+    db_->reset();
+    rethrow_as_db_error();
+  }
+}
+
+std::optional<dlq_entry> dlq_store::get(std::int64_t id) {
+  try {
+    pqxx::read_transaction t(db_->get());
+    auto r = t.exec_params(select_entries("WHERE id = $1"), id);
+    if (r.empty())
+      return std::nullopt;
+    return entry_of(r[0]);
+  } catch (...) {
+    db_->reset();
+    rethrow_as_db_error();
+  }
+}
+
+std::vector<dlq_entry> dlq_store::list(const std::string& status, int limit) {
+  std::vector<dlq_entry> out;
+  try {
+    pqxx::read_transaction t(db_->get());
+    for (const auto& row : t.exec_params(
+           select_entries("WHERE $1 = '' OR status = $1 ORDER BY id DESC "
+                          "LIMIT $2"),
+           status, limit))
+      out.push_back(entry_of(row));
+  } catch (...) {
+    db_->reset();
+    rethrow_as_db_error();
+  }
+  return out;
+}
+
+std::vector<dlq_group> dlq_store::groups() {
+  std::vector<dlq_group> out;
+  try {
+    pqxx::read_transaction t(db_->get());
+    for (const auto& row :
+         t.exec("SELECT fingerprint, min(error_class), min(error_message), "
+                "count(*), extract(epoch FROM clock_timestamp() - "
+                "min(parked_at))::float8 FROM dlq_events WHERE status = "
+                "'parked' GROUP BY fingerprint ORDER BY count(*) DESC"))
+      out.push_back({row[0].as<std::string>(), row[1].as<std::string>(),
+                     row[2].as<std::string>(), row[3].as<long>(),
+                     row[4].as<double>()});
+  } catch (...) {
+    db_->reset();
+    rethrow_as_db_error();
+  }
+  return out;
+}
+
+std::vector<dlq_entry> dlq_store::in_group(const std::string& fingerprint) {
+  std::vector<dlq_entry> out;
+  try {
+    pqxx::read_transaction t(db_->get());
+    for (const auto& row :
+         t.exec_params(select_entries("WHERE fingerprint = $1 AND status = "
+                                      "'parked' ORDER BY source_offset, id"),
+                       fingerprint))
+      out.push_back(entry_of(row));
+  } catch (...) {
+    db_->reset();
+    rethrow_as_db_error();
+  }
+  return out;
+}
+
+bool dlq_store::resolve(std::int64_t id, const std::string& status,
+                        const std::string& action, const std::string& actor,
+                        const std::string& outcome) {
+  try {
+    pqxx::work w(db_->get());
+    auto r = w.exec_params("UPDATE dlq_events SET status = $2, resolved_at = "
+                           "clock_timestamp() WHERE id = $1 RETURNING 1",
+                           id, status);
+    if (r.empty())
+      return false;
+    w.exec_params("INSERT INTO dlq_actions (dlq_id, action, actor, outcome) "
+                  "VALUES ($1, $2, $3, $4)",
+                  id, action, actor, outcome);
+    w.commit();
+    return true;
+  } catch (...) {
+    db_->reset();
+    rethrow_as_db_error();
+  }
+}
+
+} // namespace ef::persistence

@@ -1,0 +1,345 @@
+// Retries, the dead-letter queue and ID-preserving replay, on real
+// PostgreSQL and the Kafka protocol. One partition, so order is observable.
+
+#include "app/verifier.hpp"
+#include "config/options.hpp"
+#include "kafka/offsets.hpp"
+#include "kafka/outbox_producer.hpp"
+#include "messages/ids.hpp"
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+
+using namespace ef;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct dlq_fixture {
+  explicit dlq_fixture(int max_attempts = 3,
+                       std::vector<std::string> points = {}) {
+    cfg.kafka.partitions = 1;
+    cfg.consumer.max_attempts = max_attempts;
+    cfg.consumer.backoff_initial_ms = 10;
+    cfg.consumer.backoff_max_ms = 50;
+    cfg.http.admin_token = "ops:s3cret";
+    if (!points.empty()) {
+      cfg.chaos.points = points;
+      cfg.chaos.rate = 1.0;
+      cfg.chaos.max_crashes_per_event = 1;
+    }
+    broker = std::make_unique<kafka::embedded_broker>(
+      1, std::vector<kafka::embedded_broker::topic_spec>{
+           {cfg.kafka.topic, 1}, {config::dlq_topic_of(cfg), 1}});
+    t = std::make_unique<test::tree>(
+      cfg, endpoints{db.dsn(), broker->bootstrap_servers()});
+  }
+
+  std::string brokers() { return broker->bootstrap_servers(); }
+
+  std::string place(const std::string& customer) {
+    auto [s, b] =
+      test::post_json(t->url(), "/orders", test::order_body(customer, 1, 1000));
+    REQUIRE(s == 201);
+    return test::json_field(b, "order_id");
+  }
+
+  void produce_raw(const std::string& key, const std::string& value) {
+    kafka::outbox_producer p(brokers(), cfg.kafka.topic, 10000, "test");
+    REQUIRE(p.publish_raw(key, value, {}).persisted);
+  }
+
+  int count(const std::string& sql) { return db.scalar<int>(sql); }
+
+  void settle() {
+    REQUIRE(test::wait_until([&] {
+      auto ends = kafka::log_end_offsets(brokers(), cfg.kafka.topic, 1);
+      for (auto c : {"billing", "fulfillment"})
+        if (kafka::committed_offsets(brokers(), std::string("eventforge.") + c,
+                                     cfg.kafka.topic, 1) != ends)
+          return false;
+      return db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS "
+                            "NULL") == 0;
+    }));
+  }
+
+  /// An admin request with the right token; returns (status, body).
+  std::pair<int, std::string> admin(const std::string& method,
+                                    const std::string& path,
+                                    const std::string& token = "s3cret") {
+    httplib::Client cli(t->url());
+    httplib::Headers h;
+    if (!token.empty())
+      h.emplace("Authorization", "Bearer " + token);
+    auto res = method == "GET" ? cli.Get(path.c_str(), h)
+                               : cli.Post(path.c_str(), h, "", "text/plain");
+    REQUIRE(res);
+    return {res->status, res->body};
+  }
+
+  void add_failing_trigger(const std::string& customer,
+                           const std::string& sqlstate, int failures) {
+    db.exec("CREATE SEQUENCE IF NOT EXISTS fail_" + customer +
+            "; CREATE OR REPLACE FUNCTION fail_" + customer +
+            "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF (SELECT "
+            "customer_id FROM orders WHERE id = NEW.order_id) = '" +
+            customer + "' AND nextval('fail_" + customer +
+            "') <= " + std::to_string(failures) +
+            " THEN RAISE EXCEPTION 'injected failure for " + customer +
+            "' USING ERRCODE = '" + sqlstate +
+            "'; END IF; RETURN NEW; END $$; CREATE TRIGGER fail_" + customer +
+            " BEFORE INSERT ON business_effects FOR EACH ROW EXECUTE "
+            "FUNCTION fail_" +
+            customer + "()");
+  }
+
+  test::database db;
+  config::settings cfg = test::test_settings();
+  std::unique_ptr<kafka::embedded_broker> broker;
+  std::unique_ptr<test::tree> t;
+};
+
+std::string header(const kafka::stored_record& r, const std::string& name) {
+  for (auto& [k, v] : r.headers)
+    if (k == name)
+      return v;
+  return {};
+}
+
+} // namespace
+
+TEST_CASE("malformed_record_is_parked_at_once_with_all_headers_and_the_"
+          "partition_goes_on_in_order") {
+  dlq_fixture f;
+  auto key = new_uuid_v7();
+  f.produce_raw(key, "{not json");
+  auto good = f.place("after-poison");
+  f.settle();
+  // Parked by both consumers, permanent: one attempt, no retries.
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE event_id = "
+                "'offset:0:0' AND error_class = 'undecodable' AND attempts = "
+                "1 AND status = 'parked'") == 2);
+  // The record behind it was applied, once per consumer.
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
+                good + "'") == 2);
+  auto dlq = kafka::read_all(f.brokers(), config::dlq_topic_of(f.cfg), 1);
+  REQUIRE(dlq.size() == 2);
+  for (auto& r : dlq) {
+    CHECK(r.key == key);
+    CHECK(r.value == "{not json");
+    CHECK(header(r, "dlq.source.topic") == f.cfg.kafka.topic);
+    CHECK(header(r, "dlq.source.partition") == "0");
+    CHECK(header(r, "dlq.source.offset") == "0");
+    CHECK(header(r, "dlq.error.class") == "undecodable");
+    CHECK_FALSE(header(r, "dlq.error.message").empty());
+    CHECK(header(r, "dlq.attempts") == "1");
+    CHECK_FALSE(header(r, "dlq.first_failure").empty());
+    CHECK_FALSE(header(r, "dlq.last_failure").empty());
+    CHECK((header(r, "dlq.consumer") == "billing" ||
+           header(r, "dlq.consumer") == "fulfillment"));
+  }
+}
+
+TEST_CASE("transient_failures_are_retried_inline_and_exhaustion_parks_after_"
+          "exactly_the_budget") {
+  dlq_fixture f(3);
+  // Fails twice in all (under the budget of 3 per consumer): retried, applied.
+  f.add_failing_trigger("wobbly", "40001", 2);
+  // Always fails with a serialization failure: parked after 3 attempts.
+  f.add_failing_trigger("flaky", "40001", 1000000);
+  auto wobbly = f.place("wobbly");
+  auto flaky = f.place("flaky");
+  auto fine = f.place("fine");
+  f.settle();
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
+                wobbly + "'") == 2);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE order_key = '" + wobbly +
+                "'") == 0);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE order_key = '" + flaky +
+                "' AND attempts = 3 AND error_class = 'db_transient'") == 2);
+  CHECK(f.count("SELECT count(*) FROM processed_events p JOIN outbox o USING "
+                "(event_id) WHERE o.order_id = '" +
+                flaky + "'") == 0);
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
+                fine + "'") == 2);
+
+  // Fix the fault, replay both entries: one effect each, same event ID.
+  f.db.exec("DROP TRIGGER fail_flaky ON business_effects");
+  auto event = f.db.scalar<std::string>(
+    "SELECT event_id::text FROM outbox WHERE order_id = '" + flaky + "'");
+  for (int round = 0; round < 2; ++round) // the second replay changes nothing
+    for (auto id : {f.db.scalar<int>("SELECT min(id) FROM dlq_events"),
+                    f.db.scalar<int>("SELECT max(id) FROM dlq_events")}) {
+      auto [s, b] =
+        f.admin("POST", "/admin/dlq/" + std::to_string(id) + "/replay");
+      INFO(b);
+      CHECK(s == 200);
+    }
+  f.settle();
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE event_id = '" +
+                event + "'") == 2);
+  CHECK(f.count("SELECT count(*) FROM processed_events WHERE event_id = '" +
+                event + "'") == 2);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE status = 'replayed'") ==
+        2);
+  CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = 'replay' AND "
+                "actor = 'token:ops' AND outcome = 'published'") == 4);
+  auto v = app::verify(f.cfg, f.db.dsn(), f.brokers());
+  INFO(app::to_text(v));
+  CHECK(v.ok());
+}
+
+TEST_CASE("database_backend_killed_during_processing_is_retried_without_a_"
+          "dlq_entry") {
+  dlq_fixture f(5);
+  // Hold the handler inside its transaction long enough to kill it.
+  f.db.exec("CREATE TABLE hold (on_ boolean); INSERT INTO hold VALUES (true);"
+            "CREATE FUNCTION hold_effects() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN IF (SELECT on_ FROM hold) THEN PERFORM pg_sleep(0.3);"
+            " END IF; RETURN NEW; END $$; CREATE TRIGGER hold_effects BEFORE "
+            "INSERT ON business_effects FOR EACH ROW EXECUTE FUNCTION "
+            "hold_effects()");
+  auto order = f.place("victim");
+  int killed = 0;
+  REQUIRE(test::wait_until([&] {
+    killed += f.db.scalar<int>(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
+      "pid <> pg_backend_pid() AND wait_event = 'PgSleep'");
+    return killed >= 2;
+  }));
+  f.db.exec("UPDATE hold SET on_ = false");
+  f.settle();
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
+                order + "'") == 2);
+  CHECK(f.count("SELECT count(*) FROM dlq_events") == 0);
+  CHECK(test::counters(
+          f.t->system(),
+          f.t->root())[R"(consumer_retries_total{consumer="billing"})"] +
+          test::counters(
+            f.t->system(),
+            f.t->root())[R"(consumer_retries_total{consumer="fulfillment"})"] >=
+        2);
+}
+
+TEST_CASE("crash_between_dlq_ack_and_offset_commit_leaves_one_dlq_entry") {
+  dlq_fixture f(3, {"dlq.after_dlq_ack_before_offset"});
+  f.produce_raw(new_uuid_v7(), "not an event");
+  f.settle();
+  // Parked twice on the topic (before and after the crash), stored once.
+  CHECK(kafka::read_all(f.brokers(), config::dlq_topic_of(f.cfg), 1).size() ==
+        4);
+  REQUIRE(test::wait_until(
+    [&] { return f.count("SELECT count(*) FROM dlq_events") == 2; }));
+  CHECK(f.count(
+          "SELECT count(DISTINCT (consumer, event_id)) FROM dlq_events") == 2);
+  CHECK(test::counters(f.t->system(), f.t->root())
+          [R"(chaos_crashes_total{point="dlq.after_dlq_ack_before_offset"})"] ==
+        2);
+}
+
+TEST_CASE("later_events_of_a_parked_order_wait_behind_it_and_replay_applies_"
+          "them_in_order_exactly_once") {
+  dlq_fixture f(3);
+  // X's creation can never pass (a permanent check violation) until fixed.
+  f.add_failing_trigger("x", "23514", 1000000);
+  auto x = f.place("x");
+  auto [cs, cb] = test::post_json(f.t->url(), "/orders/" + x + "/cancel", "");
+  REQUIRE(cs == 202);
+  auto y = f.place("y");
+  f.settle();
+  // Y flowed; X's cancel is parked behind X's creation, per consumer.
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" + y +
+                "'") == 2);
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" + x +
+                "'") == 0);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE order_key = '" + x +
+                "' AND error_class = 'db_permanent' AND attempts = 1") == 2);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE order_key = '" + x +
+                "' AND error_class = 'parked_behind'") == 2);
+  f.db.exec("DROP TRIGGER fail_x ON business_effects");
+  // Replay only the heads (the creations); the cancels follow by release.
+  for (auto c : {"billing", "fulfillment"}) {
+    auto head = f.db.scalar<int>(
+      "SELECT id FROM dlq_events WHERE consumer = '" + std::string(c) +
+      "' AND order_key = '" + x + "' AND error_class = 'db_permanent'");
+    auto [s, b] =
+      f.admin("POST", "/admin/dlq/" + std::to_string(head) + "/replay");
+    INFO(b);
+    REQUIRE(s == 200);
+  }
+  REQUIRE(test::wait_until([&] {
+    return f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
+                   x + "'") == 4;
+  }));
+  f.settle();
+  for (auto c : {"billing", "fulfillment"})
+    CHECK(f.db.scalar<std::string>(
+            "SELECT string_agg(o.event_type, ',' ORDER BY b.id) FROM "
+            "business_effects b JOIN outbox o USING (event_id) WHERE "
+            "b.order_id = '" +
+            x + "' AND b.consumer = '" + c + "'") ==
+          "OrderCreated,OrderCancelled");
+  CHECK(f.db.scalar<std::int64_t>(
+          "SELECT balance_cents FROM accounts WHERE customer_id = 'x'") == 0);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE status = 'replayed'") ==
+        4);
+  CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = 'release'") ==
+        2);
+  auto v = app::verify(f.cfg, f.db.dsn(), f.brokers());
+  INFO(app::to_text(v));
+  CHECK(v.ok());
+}
+
+TEST_CASE("discarding_a_parked_head_applies_nothing_for_it_and_releases_the_"
+          "order") {
+  dlq_fixture f(3);
+  f.add_failing_trigger("z", "23514", 1000000);
+  auto z = f.place("z");
+  REQUIRE(test::post_json(f.t->url(), "/orders/" + z + "/cancel", "").first ==
+          202);
+  f.settle();
+  f.db.exec("DROP TRIGGER fail_z ON business_effects");
+  auto head = f.db.scalar<int>("SELECT id FROM dlq_events WHERE consumer = "
+                               "'billing' AND error_class = 'db_permanent'");
+  auto [s, b] =
+    f.admin("POST", "/admin/dlq/" + std::to_string(head) + "/discard");
+  INFO(b);
+  REQUIRE(s == 200);
+  // The cancel behind it is released and follows the late-event rule: no
+  // debit ever happened, so nothing is refunded.
+  REQUIRE(test::wait_until([&] {
+    return f.count("SELECT count(*) FROM business_effects WHERE consumer = "
+                   "'billing' AND order_id = '" +
+                   z + "'") == 1;
+  }));
+  CHECK(f.db.scalar<std::string>("SELECT kind FROM business_effects WHERE "
+                                 "consumer = 'billing' AND order_id = '" +
+                                 z + "'") == "refund_skipped");
+  CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = 'discard' "
+                "AND actor = 'token:ops'") == 1);
+}
+
+TEST_CASE("admin_endpoints_refuse_missing_or_wrong_tokens_and_change_"
+          "nothing") {
+  dlq_fixture f(1);
+  f.produce_raw(new_uuid_v7(), "junk");
+  f.settle();
+  REQUIRE(test::wait_until(
+    [&] { return f.count("SELECT count(*) FROM dlq_events") == 2; }));
+  auto id = std::to_string(f.db.scalar<int>("SELECT min(id) FROM dlq_events"));
+  for (auto path : {"/admin/dlq", "/admin/dlq/" + id})
+    CHECK(f.admin("GET", path, "").first == 401);
+  CHECK(f.admin("POST", "/admin/dlq/" + id + "/replay", "").first == 401);
+  CHECK(f.admin("POST", "/admin/dlq/" + id + "/replay", "wrong").first == 403);
+  CHECK(f.admin("POST", "/admin/dlq/" + id + "/discard", "wrong").first == 403);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE status = 'parked'") ==
+        2);
+  CHECK(f.count("SELECT count(*) FROM dlq_actions") == 0);
+  auto [s, list] = f.admin("GET", "/admin/dlq");
+  CHECK(s == 200);
+  CHECK(list.find("undecodable") != std::string::npos);
+  auto [gs, groups] = f.admin("GET", "/admin/dlq/groups");
+  CHECK(gs == 200);
+  CHECK(groups.find("\"count\":2") != std::string::npos);
+}
