@@ -49,6 +49,12 @@ void rethrow_as_db_error() {
     throw;
   } catch (const pqxx::in_doubt_error& e) {
     throw db_error(db_errc::in_doubt, e.what());
+  } catch (const pqxx::statement_completion_unknown& e) {
+    throw db_error(db_errc::in_doubt, e.what(), "40003");
+  } catch (const pqxx::transaction_rollback& e) {
+    // In libpqxx 6.4 these (40001 serialization failure, 40P01 deadlock)
+    // derive from pqxx::failure, not pqxx::sql_error.
+    throw db_error(db_errc::transient, e.what());
   } catch (const pqxx::broken_connection& e) {
     throw db_error(db_errc::unavailable, e.what());
   } catch (const pqxx::sql_error& e) {
