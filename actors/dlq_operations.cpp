@@ -37,6 +37,9 @@ dlq_operations::outcome dlq_operations::replay(std::int64_t id,
     headers.emplace_back("event_id", e->event_id);
   if (!e->event_type.empty())
     headers.emplace_back("event_type", e->event_type);
+  // Marked replayed BEFORE publishing: each consumer decides from its own
+  // entry's status, and the record must not overtake that decision.
+  store_->set_status(id, "replayed");
   auto d =
     producer_for(e->source_topic).publish_raw(e->order_key, e->value, headers);
   if (!d.persisted) {

@@ -62,8 +62,9 @@ std::vector<child_spec> consumer(const context_ptr& ctx,
 } // namespace
 
 caf::actor start(caf::actor_system& sys, const config::settings& cfg,
-                 const endpoints& ep) {
-  auto metrics = std::make_shared<telemetry>();
+                 const endpoints& ep, std::shared_ptr<telemetry> metrics) {
+  if (!metrics)
+    metrics = std::make_shared<telemetry>();
   auto ctx = std::make_shared<context>(context{
     cfg,
     persistence::with_connect_timeout(ep.database_dsn,

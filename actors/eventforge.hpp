@@ -1,6 +1,9 @@
 #pragma once
 
+#include "actors/telemetry.hpp"
 #include "config/settings.hpp"
+
+#include <memory>
 
 #include <caf/all.hpp>
 
@@ -21,8 +24,10 @@ struct endpoints {
 /// The root accepts create_order, cancel_order and get_order from any actor
 /// (see messages/order_messages.hpp). To stop the tree, send it an exit
 /// message (e.g. caf::exit_reason::user_shutdown) and await its termination.
-/// Throws std::runtime_error if the schema cannot be migrated.
+/// `metrics` receives the tree's telemetry (a new registry if null), so the
+/// host can export it. Throws if the schema cannot be migrated.
 caf::actor start(caf::actor_system& sys, const config::settings& cfg,
-                 const endpoints& ep);
+                 const endpoints& ep,
+                 std::shared_ptr<telemetry> metrics = nullptr);
 
 } // namespace ef

@@ -8,6 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
+#include <cmath>
 #include <ctime>
 #include <random>
 
@@ -29,6 +31,33 @@ std::string now_rfc3339() {
                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
                 tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   return buf;
+}
+
+/// Seconds from an RFC 3339 UTC timestamp ("...T..:..:..[.ffffff]Z") until
+/// now; 0 if it cannot be parsed.
+double seconds_since(const std::string& rfc3339) {
+  std::tm tm{};
+  int frac_digits = 0;
+  long frac = 0;
+  if (std::sscanf(rfc3339.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year,
+                  &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec) != 6)
+    return 0;
+  auto dot = rfc3339.find('.');
+  if (dot != std::string::npos)
+    for (size_t i = dot + 1;
+         i < rfc3339.size() &&
+         std::isdigit(static_cast<unsigned char>(rfc3339[i]));
+         ++i, ++frac_digits)
+      frac = frac * 10 + (rfc3339[i] - '0');
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  double at = static_cast<double>(timegm(&tm)) +
+              static_cast<double>(frac) / std::pow(10.0, frac_digits);
+  auto now = std::chrono::duration<double>(
+               std::chrono::system_clock::now().time_since_epoch())
+               .count();
+  return now > at ? now - at : 0;
 }
 
 failure classify(const persistence::db_error& e) {
@@ -84,11 +113,23 @@ partition_worker_state::attempt(const partition_record& rec) {
   auto ev = kafka::decode_value(rec.value, rec.key, error);
   if (!ev)
     return failure{failure_class::permanent, "undecodable", error};
+  if (!rec.header("dlq.replay_of").empty()) {
+    // A replay reaches every consumer; each decides by its own DLQ entry.
+    auto own = dlq->store().status_of(consumer, ev->event_id);
+    if (own == std::string("discarded") || own == std::string("parked")) {
+      // Discarded here: never applied. Still parked here: the replay was
+      // another consumer's; this consumer's copy waits for its own.
+      spdlog::info("{}: replay of event {} skipped (own entry {})", consumer,
+                   ev->event_id, *own);
+      return std::nullopt;
+    }
+  }
   failure blocked;
   if (blocked_behind_parked(*ev, rec, blocked))
     return blocked;
   // Each consumer is its own actor: it gets its own crash decisions.
   auto chaos_key = consumer + "/" + ev->event_id;
+  auto started = std::chrono::steady_clock::now();
   try {
     auto outcome = applier->apply(*ev, [&] {
       ctx->faults->check(crash_point::consumer_before_db_commit, chaos_key);
@@ -102,8 +143,14 @@ partition_worker_state::attempt(const partition_record& rec) {
       break;
     case persistence::apply_outcome::applied:
       ctx->metrics->add("consumer_applied_total", who);
+      ctx->metrics->observe("end_to_end_seconds", who,
+                            seconds_since(ev->occurred_at));
       break;
     }
+    ctx->metrics->observe(
+      "consumer_handler_seconds", who,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+        .count());
     spdlog::debug("{} p{} offset {}: event {} order {} {}", consumer, partition,
                   rec.offset, ev->event_id, ev->order_id, to_string(outcome));
     // The seed's consumer window: committed in the DB, offset not yet.

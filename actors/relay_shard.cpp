@@ -68,9 +68,17 @@ bool relay_shard_state::publish(
     events.push_back(r.event);
   // One crash decision per batch, keyed by its first event.
   auto& batch_key = rows.front().event.event_id;
+  labels shard_label{{"shard", std::to_string(shard)}};
+  ctx->metrics->observe("relay_batch_size", {},
+                        static_cast<double>(rows.size()));
+  auto sent_at = std::chrono::steady_clock::now();
   auto reports = producer->publish(events, [&] {
     ctx->faults->check(crash_point::relay_after_publish_before_ack, batch_key);
   });
+  ctx->metrics->observe(
+    "relay_publish_ack_seconds", {},
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at)
+      .count());
   // The seed's relay window: acknowledged, not yet marked.
   ctx->faults->check(crash_point::relay_after_ack_before_mark, batch_key);
   std::vector<std::int64_t> acked, failed;
@@ -95,7 +103,6 @@ bool relay_shard_state::publish(
     }
   }
   store->mark_sent(acked);
-  labels shard_label{{"shard", std::to_string(shard)}};
   ctx->metrics->add("relay_published_total", shard_label, acked.size());
   if (failed.empty())
     return true;

@@ -14,6 +14,14 @@ void supervisor_state::start(size_t index) {
   auto& c = children[index];
   c.started = std::chrono::steady_clock::now();
   c.current = c.spec.spawn(self);
+  report_down();
+}
+
+void supervisor_state::report_down() {
+  double down = 0;
+  for (auto& c : children)
+    down += c.current ? 0 : 1;
+  ctx->metrics->set("actors_down", {{"supervisor", label}}, down);
 }
 
 bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
@@ -22,6 +30,7 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
     if (!c.current || c.current.address() != em.source)
       continue;
     c.current = caf::actor{};
+    report_down();
     if (em.reason == caf::exit_reason::normal) {
       spdlog::info("{}: {} finished", label, c.spec.name);
       return true;

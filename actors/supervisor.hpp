@@ -42,6 +42,8 @@ struct supervisor_state {
   size_t next_router = 0;
 
   void start(size_t index);
+  /// Publishes how many children are waiting for a restart.
+  void report_down();
   /// Handles a linked actor's exit; false if it is not one of ours.
   bool on_child_exit(const caf::exit_msg& em);
   /// The next live child on `route`, or an invalid handle.

@@ -239,6 +239,19 @@ std::vector<dlq_entry> dlq_store::in_group(const std::string& fingerprint) {
   return out;
 }
 
+void dlq_store::set_status(std::int64_t id, const std::string& status) {
+  try {
+    pqxx::work w(db_->get());
+    w.exec_params("UPDATE dlq_events SET status = $2, resolved_at = "
+                  "clock_timestamp() WHERE id = $1",
+                  id, status);
+    w.commit();
+  } catch (...) {
+    db_->reset();
+    rethrow_as_db_error();
+  }
+}
+
 bool dlq_store::resolve(std::int64_t id, const std::string& status,
                         const std::string& action, const std::string& actor,
                         const std::string& outcome) {

@@ -75,6 +75,9 @@ public:
   /// Parked entries of one fingerprint group, oldest first.
   std::vector<dlq_entry> in_group(const std::string& fingerprint);
 
+  /// Sets the entry's status without recording an action.
+  void set_status(std::int64_t id, const std::string& status);
+
   /// Sets the entry's status and records the action, in one transaction.
   /// Returns false (and records nothing) if the entry does not exist.
   bool resolve(std::int64_t id, const std::string& status,

@@ -25,6 +25,8 @@ struct dlq_fixture {
     cfg.consumer.backoff_initial_ms = 10;
     cfg.consumer.backoff_max_ms = 50;
     cfg.http.admin_token = "ops:s3cret";
+    if (std::getenv("EF_TEST_LOG"))
+      cfg.log.level = std::getenv("EF_TEST_LOG");
     if (!points.empty()) {
       cfg.chaos.points = points;
       cfg.chaos.rate = 1.0;
@@ -320,6 +322,13 @@ TEST_CASE("discarding_a_parked_head_applies_nothing_for_it_and_releases_the_"
   CHECK(f.db.scalar<std::string>("SELECT kind FROM business_effects WHERE "
                                  "consumer = 'billing' AND order_id = '" +
                                  z + "'") == "refund_skipped");
+  // The discarded creation was never applied by billing, even though the
+  // other consumer's replays also travel the topic; fulfillment, which
+  // discarded nothing, keeps its own copies parked.
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" + z +
+                "' AND kind = 'debit'") == 0);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE consumer = "
+                "'fulfillment' AND status = 'parked'") == 2);
   CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = 'discard' "
                 "AND actor = 'token:ops'") == 1);
 }
