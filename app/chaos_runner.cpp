@@ -150,8 +150,9 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
   runtime rt(cfg);
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{caf_cfg};
-  auto root = start(sys, cfg, rt.where());
-  http_frontend http(sys, root, cfg);
+  auto registry = std::make_shared<telemetry>();
+  auto root = start(sys, cfg, rt.where(), registry);
+  http_frontend http(sys, root, cfg, registry, rt.where());
   http.start();
   spdlog::warn("chaos: {} orders, concurrency {}, points [{}], rate {}, "
                "seed {}",

@@ -1,14 +1,18 @@
 #include "app/http_frontend.hpp"
 
+#include "app/ops_view.hpp"
+#include "kafka/offsets.hpp"
 #include "messages/api_error.hpp"
 #include "messages/dlq_messages.hpp"
 #include "messages/order_messages.hpp"
+#include "persistence/ops_queries.hpp"
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <random>
+#include <regex>
 #include <thread>
 
 namespace ef::app {
@@ -184,9 +188,88 @@ struct http_frontend::impl {
   std::thread thread;
   int port = 0;
 
-  impl(caf::actor_system& s, caf::actor r, const config::settings& c)
-      : sys(s), root(std::move(r)), cfg(c) {
+  std::shared_ptr<telemetry> metrics;
+  endpoints where;
+
+  impl(caf::actor_system& s, caf::actor r, const config::settings& c,
+       std::shared_ptr<telemetry> m, endpoints w)
+      : sys(s), root(std::move(r)), cfg(c), metrics(std::move(m)),
+        where(std::move(w)) {
     // nop
+  }
+
+  /// Route label of a path: the pattern, never the IDs in it.
+  static std::string route_of(const std::string& path) {
+    static const std::vector<std::pair<std::regex, std::string>> routes{
+      {std::regex("^/orders$"), "/orders"},
+      {std::regex("^/orders/[^/]+/cancel$"), "/orders/{id}/cancel"},
+      {std::regex("^/orders/[^/]+$"), "/orders/{id}"},
+      {std::regex("^/admin/dlq/groups$"), "/admin/dlq/groups"},
+      {std::regex("^/admin/dlq$"), "/admin/dlq"},
+      {std::regex("^/admin/dlq/[^/]+/replay$"), "/admin/dlq/{id}/replay"},
+      {std::regex("^/admin/dlq/[^/]+/discard$"), "/admin/dlq/{id}/discard"},
+      {std::regex("^/admin/dlq/[^/]+$"), "/admin/dlq/{id}"},
+      {std::regex("^/(metrics|healthz|readyz)$"), ""},
+    };
+    for (auto& [re, name] : routes)
+      if (std::regex_match(path, re))
+        return name.empty() ? path : name;
+    return "other";
+  }
+
+  void observability_routes() {
+    server.Get(
+      "/metrics", [this](const httplib::Request&, httplib::Response& res) {
+        // Database and broker are read separately: an outage of one must not
+        // freeze the other's gauges (the outbox age matters most when the
+        // broker is down).
+        ops_view v;
+        try {
+          v.rows = persistence::read_ops_rows(where.database_dsn);
+          export_gauges(v, *metrics);
+        } catch (const std::exception& e) {
+          spdlog::warn("metrics: cannot read the database: {}", e.what());
+        }
+        try {
+          read_lag(cfg, where.kafka_brokers, v, 2000);
+          export_lag(v, *metrics);
+        } catch (const std::exception& e) {
+          spdlog::warn("metrics: cannot read the broker: {}", e.what());
+        }
+        res.set_content(metrics->render_prometheus(),
+                        "text/plain; version=0.0.4");
+      });
+    server.Get("/readyz", [this](const httplib::Request&,
+                                 httplib::Response& res) {
+      json body;
+      bool ready = true;
+      std::string error;
+      if (persistence::database_reachable(where.database_dsn, error)) {
+        body["database"] = "ok";
+      } else {
+        body["database"] = error;
+        ready = false;
+      }
+      try {
+        kafka::log_end_offsets(where.kafka_brokers, cfg.kafka.topic,
+                               cfg.kafka.partitions);
+        body["broker"] = "ok";
+      } catch (const std::exception& e) {
+        body["broker"] = e.what();
+        ready = false;
+      }
+      // Any supervisor with a child waiting for a restart: not ready.
+      auto m = metrics->render_prometheus();
+      std::regex down(R"re(actors_down\{supervisor="([^"]+)"\} ([0-9.]+))re");
+      std::vector<std::string> waiting;
+      for (std::sregex_iterator i(m.begin(), m.end(), down), end; i != end; ++i)
+        if (std::stod((*i)[2]) > 0)
+          waiting.push_back((*i)[1]);
+      body["actors"] = waiting.empty() ? json("ok") : json(waiting);
+      ready = ready && waiting.empty();
+      body["ready"] = ready;
+      send_json(res, ready ? 200 : 503, body);
+    });
   }
 
   /// Sends `cmd` to the tree and waits for the reply within the timeout.
@@ -303,6 +386,7 @@ struct http_frontend::impl {
       });
     });
     admin_routes();
+    observability_routes();
     server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
       send_json(res, 200, {{"status", "ok"}});
     });
@@ -323,8 +407,13 @@ struct http_frontend::impl {
 };
 
 http_frontend::http_frontend(caf::actor_system& sys, caf::actor root,
-                             const config::settings& cfg)
-    : impl_(std::make_unique<impl>(sys, std::move(root), cfg)) {
+                             const config::settings& cfg,
+                             std::shared_ptr<telemetry> metrics,
+                             endpoints where)
+    : impl_(std::make_unique<impl>(sys, std::move(root), cfg,
+                                   metrics ? std::move(metrics)
+                                           : std::make_shared<telemetry>(),
+                                   std::move(where))) {
   // nop
 }
 
@@ -343,6 +432,25 @@ int http_frontend::start() {
   // peer's delayed ACK (Nagle): ~40 ms per request.
   s.set_tcp_nodelay(true);
   impl_->routes();
+  // Request counts and latency by route and status class. The logger runs
+  // on the worker thread right after the handler.
+  thread_local std::chrono::steady_clock::time_point request_started;
+  s.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    request_started = std::chrono::steady_clock::now();
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_logger(
+    [this](const httplib::Request& req, const httplib::Response& res) {
+      auto route = impl::route_of(req.path);
+      auto& m = *impl_->metrics;
+      m.add("http_requests_total",
+            {{"route", route},
+             {"status", std::to_string(res.status / 100) + "xx"}});
+      m.observe("http_request_duration_seconds", {{"route", route}},
+                std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                              request_started)
+                  .count());
+    });
   auto& host = impl_->cfg.http.host;
   int port = impl_->cfg.http.port;
   if (port == 0)

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "actors/eventforge.hpp"
+#include "actors/telemetry.hpp"
 #include "config/settings.hpp"
 
 #include <caf/all.hpp>
@@ -16,12 +18,17 @@ namespace ef::app {
 ///   POST /orders               201 {order_id, event_id, status}
 ///   POST /orders/{id}/cancel   202 {order_id, event_id}
 ///   GET  /orders/{id}          200 the order, its events and effects
-///   GET  /healthz              200 {"status":"ok"}
+///   GET  /healthz              200 {"status":"ok"} while the process runs
+///   GET  /readyz               200/503 {"database","broker","actors"}
+///   GET  /metrics              Prometheus text exposition
 /// Errors: {"error": "...", "field": "..."} with 400/404/409/413/415/503.
 class http_frontend {
 public:
+  /// `metrics` is the tree's telemetry (exported at /metrics); `where`
+  /// names the database and broker that /metrics and /readyz read.
   http_frontend(caf::actor_system& sys, caf::actor root,
-                const config::settings& cfg);
+                const config::settings& cfg, std::shared_ptr<telemetry> metrics,
+                endpoints where);
   ~http_frontend();
 
   /// Binds and starts serving on a background thread; returns the port.

@@ -9,6 +9,7 @@
 #include "app/chaos_runner.hpp"
 #include "app/cli.hpp"
 #include "app/http_frontend.hpp"
+#include "app/ops_view.hpp"
 #include "app/runtime.hpp"
 #include "app/verifier.hpp"
 #include "config/reference.hpp"
@@ -60,7 +61,8 @@ int serve(const settings& cfg) {
   ef::app::runtime rt(cfg);
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{caf_cfg};
-  auto root = ef::start(sys, cfg, rt.where());
+  auto metrics = std::make_shared<ef::telemetry>();
+  auto root = ef::start(sys, cfg, rt.where(), metrics);
   // If the tree gives up (restart intensity exceeded), the process must not
   // linger half-alive: report and shut down with a failure status.
   static std::atomic<bool> tree_failed{false};
@@ -72,7 +74,7 @@ int serve(const settings& cfg) {
         kill(getpid(), SIGTERM);
       }
     });
-  ef::app::http_frontend http(sys, root, cfg);
+  ef::app::http_frontend http(sys, root, cfg, metrics, rt.where());
   http.start();
   std::cout << "ready http=" << http.url()
             << " database=" << rt.where().database_dsn
@@ -186,6 +188,18 @@ int dlq_command_line(const settings& cfg, const dlq_args& a) {
   return 2;
 }
 
+int status_command(const settings& cfg) {
+  if (cfg.database.url.empty() || cfg.kafka.brokers.empty()) {
+    std::cerr << "eventforge: status needs --database.url and --kafka.brokers "
+                 "(the running system's, as printed in its ready line)"
+              << std::endl;
+    return 2;
+  }
+  auto v = ef::app::read_ops_view(cfg, cfg.database.url, cfg.kafka.brokers);
+  std::cout << ef::app::to_text(v, cfg);
+  return 0;
+}
+
 int verify_command(const settings& cfg) {
   if (cfg.database.url.empty() || cfg.kafka.brokers.empty()) {
     std::cerr << "eventforge: verify needs --database.url and --kafka.brokers "
@@ -225,6 +239,8 @@ int main(int argc, char** argv) {
   add("migrate", "apply pending schema migrations and exit", migrate);
   add("verify", "check invariants I1-I5 of a system from durable state",
       verify_command);
+  add("status", "one screen for operators: outbox, relay owners, lag, DLQ",
+      status_command);
   dlq_args dlq;
   auto* dlq_sub =
     add("dlq", "list, show, replay or discard DLQ entries",

@@ -27,12 +27,12 @@ std::unique_ptr<RdKafka::KafkaConsumer> make_reader(const std::string& brokers,
 
 std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
                                           const std::string& topic,
-                                          int partitions) {
+                                          int partitions, int timeout_ms) {
   auto c = make_reader(brokers, "eventforge.inspect");
   std::vector<std::int64_t> out;
   for (int p = 0; p < partitions; ++p) {
     int64_t low = 0, high = 0;
-    auto rc = c->query_watermark_offsets(topic, p, &low, &high, 10000);
+    auto rc = c->query_watermark_offsets(topic, p, &low, &high, timeout_ms);
     if (rc != RdKafka::ERR_NO_ERROR)
       throw std::runtime_error("cannot read log end of " + topic + "/" +
                                std::to_string(p) + ": " + RdKafka::err2str(rc));
@@ -45,12 +45,12 @@ std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
 std::vector<std::int64_t> committed_offsets(const std::string& brokers,
                                             const std::string& group,
                                             const std::string& topic,
-                                            int partitions) {
+                                            int partitions, int timeout_ms) {
   auto c = make_reader(brokers, group);
   std::vector<RdKafka::TopicPartition*> parts;
   for (int p = 0; p < partitions; ++p)
     parts.push_back(RdKafka::TopicPartition::create(topic, p));
-  auto rc = c->committed(parts, 10000);
+  auto rc = c->committed(parts, timeout_ms);
   std::vector<std::int64_t> out;
   for (auto* tp : parts)
     out.push_back(tp->offset() < 0 ? -1 : tp->offset());

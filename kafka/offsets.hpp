@@ -13,13 +13,15 @@ namespace ef::kafka {
 /// Log end offset (high watermark) of every partition of `topic`.
 std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
                                           const std::string& topic,
-                                          int partitions);
+                                          int partitions,
+                                          int timeout_ms = 10000);
 
 /// Committed next offset of `group` for every partition (-1: none).
 std::vector<std::int64_t> committed_offsets(const std::string& brokers,
                                             const std::string& group,
                                             const std::string& topic,
-                                            int partitions);
+                                            int partitions,
+                                            int timeout_ms = 10000);
 
 /// Sets `group`'s committed offsets (partition -> next offset), as an
 /// operator's offset reset would, by briefly joining the group. Meant for a

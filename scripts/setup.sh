@@ -8,7 +8,7 @@ packages=(
   g++ make cmake pkg-config ccache
   libcaf-dev libpqxx-dev libpq-dev librdkafka-dev
   nlohmann-json3-dev catch2 libspdlog-dev libcli11-dev libcpp-httplib-dev
-  postgresql-15
+  postgresql-15 prometheus
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -20,10 +20,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
-  # The server package is used only as a binary for private clusters; do not
-  # let it start a system-wide service.
+  # The server packages are used only as binaries (private PostgreSQL
+  # clusters; promtool to check /metrics): no system service may start.
+  policy=/usr/sbin/policy-rc.d
+  added_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+    $sudo chmod +x "$policy"
+    added_policy=1
+  fi
   DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 $sudo apt-get install -y -qq \
     --no-install-recommends "${missing[@]}"
+  if [ -n "$added_policy" ]; then $sudo rm -f "$policy"; fi
 fi
 
 build_type=${EF_BUILD_TYPE:-RelWithDebInfo}

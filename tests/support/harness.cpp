@@ -71,8 +71,9 @@ bool wait_until(const std::function<bool()>& pred,
 tree::tree(const config::settings& cfg, const endpoints& ep) {
   spdlog::set_level(spdlog::level::from_str(cfg.log.level));
   sys_ = std::make_unique<caf::actor_system>(caf_cfg_);
-  root_ = ef::start(*sys_, cfg, ep);
-  http_ = std::make_unique<app::http_frontend>(*sys_, root_, cfg);
+  metrics_ = std::make_shared<telemetry>();
+  root_ = ef::start(*sys_, cfg, ep, metrics_);
+  http_ = std::make_unique<app::http_frontend>(*sys_, root_, cfg, metrics_, ep);
   http_->start();
   url_ = http_->url();
 }

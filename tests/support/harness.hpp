@@ -74,6 +74,7 @@ private:
   caf::actor_system_config caf_cfg_;
   std::unique_ptr<caf::actor_system> sys_;
   caf::actor root_;
+  std::shared_ptr<telemetry> metrics_;
   std::unique_ptr<app::http_frontend> http_;
   std::string url_;
 };

@@ -1,0 +1,49 @@
+#include "persistence/ops_queries.hpp"
+
+#include "persistence/connection.hpp"
+
+namespace ef::persistence {
+
+ops_rows read_ops_rows(const std::string& dsn) {
+  ops_rows out;
+  try {
+    auto conn = open_connection(dsn);
+    pqxx::read_transaction t(*conn);
+    auto o = t.exec1(
+      "SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - "
+      "min(created_at)), 0)::float8 FROM outbox WHERE sent_at IS NULL");
+    out.outbox_unsent = o[0].as<long>();
+    out.outbox_oldest_unsent_age_s = o[1].as<double>();
+    for (const auto& r : t.exec("SELECT status, count(*) FROM dlq_events "
+                                "GROUP BY status"))
+      out.dlq_by_status[r[0].as<std::string>()] = r[1].as<long>();
+    out.dlq_oldest_parked_age_s =
+      t.exec1("SELECT coalesce(extract(epoch FROM clock_timestamp() - "
+              "min(parked_at)), 0)::float8 FROM dlq_events WHERE status = "
+              "'parked'")[0]
+        .as<double>();
+    // Relay shard locks are advisory locks (1701, shard), see outbox_store.
+    for (const auto& r : t.exec(
+           "SELECT l.objid::int, a.pid || '@' || coalesce(host(a.client_addr), "
+           "'local') FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+           "WHERE l.locktype = 'advisory' AND l.classid = 1701 AND l.granted"))
+      out.shard_owners[r[0].as<int>()] = r[1].as<std::string>();
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+  return out;
+}
+
+bool database_reachable(const std::string& dsn, std::string& error) {
+  try {
+    auto conn = open_connection(dsn);
+    pqxx::nontransaction t(*conn);
+    t.exec1("SELECT 1");
+    return true;
+  } catch (const std::exception& e) {
+    error = e.what();
+    return false;
+  }
+}
+
+} // namespace ef::persistence

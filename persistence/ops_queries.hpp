@@ -1,0 +1,25 @@
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ef::persistence {
+
+/// What operators need to see from the database, in one snapshot.
+struct ops_rows {
+  long outbox_unsent = 0;
+  double outbox_oldest_unsent_age_s = 0; ///< 0 if nothing is unsent
+  std::map<std::string, long> dlq_by_status;
+  double dlq_oldest_parked_age_s = 0;
+  /// shard -> "pid@client" of the session holding its relay lock.
+  std::map<int, std::string> shard_owners;
+};
+
+/// Reads the snapshot (throws db_error). Cheap: index-backed counts.
+ops_rows read_ops_rows(const std::string& dsn);
+
+/// True if the database answers a trivial query within its connect timeout.
+bool database_reachable(const std::string& dsn, std::string& error);
+
+} // namespace ef::persistence

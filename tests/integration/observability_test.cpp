@@ -1,0 +1,184 @@
+// Metrics an operator relies on, checked against durable state and against
+// Prometheus' own validator.
+
+#include "config/options.hpp"
+#include "kafka/offsets.hpp"
+#include "kafka/outbox_producer.hpp"
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+
+#include <fstream>
+#include <regex>
+
+using namespace ef;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string scrape(const std::string& url) {
+  httplib::Client cli(url);
+  cli.set_read_timeout(30, 0);
+  auto res = cli.Get("/metrics");
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  return res->body;
+}
+
+/// The value of one series in an exposition (0 if absent).
+double value_of(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos)
+    return 0;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+struct obs_fixture {
+  obs_fixture() {
+    cfg.kafka.partitions = 2;
+    cfg.kafka.delivery_timeout_ms = 1500;
+    t = std::make_unique<test::tree>(
+      cfg, endpoints{db.dsn(), broker.bootstrap_servers()});
+  }
+  void place(const std::string& customer) {
+    REQUIRE(
+      test::post_json(t->url(), "/orders", test::order_body(customer, 1, 100))
+        .first == 201);
+  }
+  test::database db;
+  config::settings cfg = test::test_settings();
+  kafka::embedded_broker broker{1, {{"orders", 2}, {"orders.dlq", 2}}};
+  std::unique_ptr<test::tree> t;
+};
+
+} // namespace
+
+TEST_CASE("metrics_pass_promtool_and_no_label_is_an_order_or_event_id") {
+  obs_fixture f;
+  for (int i = 0; i < 5; ++i)
+    f.place("c" + std::to_string(i));
+  REQUIRE(test::wait_until([&] {
+    return test::quiescent(f.db, f.cfg, f.broker.bootstrap_servers());
+  }));
+  auto text = scrape(f.t->url());
+  test::temp_dir dir;
+  std::ofstream(dir.path + "/metrics.txt") << text;
+  auto [code, out] =
+    test::run_command("promtool check metrics < " + dir.path + "/metrics.txt");
+  INFO(out);
+  CHECK(code == 0);
+  std::regex uuid("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
+                  "[0-9a-f]{12}");
+  CHECK_FALSE(std::regex_search(text, uuid));
+  CHECK(value_of(text, R"(consumer_applied_total{consumer="billing"})") == 5);
+  CHECK(text.find(
+          "end_to_end_seconds_bucket{consumer=\"billing\",le=\"+Inf\"} 5") !=
+        std::string::npos);
+  CHECK(value_of(text,
+                 R"(http_requests_total{route="/orders",status="2xx"})") == 5);
+}
+
+TEST_CASE("broker_outage_grows_the_outbox_age_and_publish_errors_then_the_"
+          "backlog_drains_to_zero") {
+  obs_fixture f;
+  f.place("warm");
+  REQUIRE(test::wait_until([&] {
+    return test::quiescent(f.db, f.cfg, f.broker.bootstrap_servers());
+  }));
+  f.broker.set_down(true);
+  f.place("during-outage");
+  REQUIRE(test::wait_until([&] {
+    auto text = scrape(f.t->url());
+    return value_of(text, "outbox_oldest_unsent_age_seconds") > 2 &&
+           value_of(text, "outbox_unsent_rows") == 1;
+  }));
+  REQUIRE(test::wait_until([&] {
+    auto text = scrape(f.t->url());
+    double errors = 0;
+    for (int s = 0; s < f.cfg.relay.shards; ++s)
+      errors += value_of(text, "relay_publish_errors_total{shard=\"" +
+                                 std::to_string(s) + "\"}");
+    return errors >= 1;
+  }));
+  f.broker.set_down(false);
+  REQUIRE(test::wait_until([&] {
+    auto text = scrape(f.t->url());
+    return value_of(text, "outbox_unsent_rows") == 0 &&
+           value_of(text, "outbox_oldest_unsent_age_seconds") == 0;
+  }));
+  CHECK(f.db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") ==
+        0);
+}
+
+TEST_CASE("a_duplicate_of_a_processed_event_counts_one_idempotency_conflict_"
+          "per_consumer_and_lag_matches_the_broker") {
+  obs_fixture f;
+  f.place("c");
+  auto brokers = f.broker.bootstrap_servers();
+  REQUIRE(
+    test::wait_until([&] { return test::quiescent(f.db, f.cfg, brokers); }));
+  auto before = scrape(f.t->url());
+  auto records = kafka::read_all(brokers, "orders", 2);
+  REQUIRE(records.size() == 1);
+  kafka::outbox_producer p(brokers, "orders", 10000, "test");
+  REQUIRE(p.publish_raw(records[0].key, records[0].value,
+                        {{"event_id", records[0].event_id}})
+            .persisted);
+  REQUIRE(
+    test::wait_until([&] { return test::quiescent(f.db, f.cfg, brokers); }));
+  auto after = scrape(f.t->url());
+  for (std::string c : {"billing", "fulfillment"}) {
+    auto series =
+      "consumer_duplicates_suppressed_total{consumer=\"" + c + "\"}";
+    INFO(c);
+    CHECK(value_of(after, series) - value_of(before, series) == 1);
+  }
+  // Lag = log end - committed, for every consumer and partition.
+  auto ends = kafka::log_end_offsets(brokers, "orders", 2);
+  for (std::string c : {"billing", "fulfillment"}) {
+    auto committed =
+      kafka::committed_offsets(brokers, "eventforge." + c, "orders", 2);
+    for (int part = 0; part < 2; ++part) {
+      auto expected = ends[part] - std::max<std::int64_t>(committed[part], 0);
+      CHECK(value_of(after, "consumer_lag{consumer=\"" + c + "\",partition=\"" +
+                              std::to_string(part) + "\"}") == expected);
+    }
+  }
+}
+
+TEST_CASE("a_poisoned_record_moves_the_dlq_gauges_and_replay_moves_them_"
+          "back") {
+  obs_fixture f;
+  f.cfg.http.admin_token = "s3cret";
+  f.t.reset();
+  f.t = std::make_unique<test::tree>(
+    f.cfg, endpoints{f.db.dsn(), f.broker.bootstrap_servers()});
+  f.db.exec("CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            "BEGIN RAISE EXCEPTION 'poisoned' USING ERRCODE = '23514'; END $$;"
+            "CREATE TRIGGER poison BEFORE INSERT ON business_effects FOR EACH "
+            "ROW EXECUTE FUNCTION poison()");
+  f.place("p");
+  REQUIRE(test::wait_until([&] {
+    return value_of(scrape(f.t->url()), R"(dlq_entries{status="parked"})") == 2;
+  }));
+  CHECK(value_of(scrape(f.t->url()), "dlq_oldest_parked_age_seconds") > 0);
+  f.db.exec("DROP TRIGGER poison ON business_effects");
+  httplib::Client cli(f.t->url());
+  httplib::Headers auth{{"Authorization", "Bearer s3cret"}};
+  for (auto id : {f.db.scalar<int>("SELECT min(id) FROM dlq_events"),
+                  f.db.scalar<int>("SELECT max(id) FROM dlq_events")}) {
+    auto res =
+      cli.Post(("/admin/dlq/" + std::to_string(id) + "/replay").c_str(), auth,
+               "", "text/plain");
+    REQUIRE(res);
+    CHECK(res->status == 200);
+  }
+  REQUIRE(test::wait_until([&] {
+    auto text = scrape(f.t->url());
+    return value_of(text, R"(dlq_entries{status="parked"})") == 0 &&
+           value_of(text, R"(dlq_entries{status="replayed"})") == 2 &&
+           value_of(text, "dlq_oldest_parked_age_seconds") == 0;
+  }));
+  CHECK(f.db.scalar<int>("SELECT count(*) FROM business_effects") == 2);
+}
