@@ -3,6 +3,7 @@
 #include "actors/api_worker.hpp"
 #include "actors/dlq_handler.hpp"
 #include "actors/group_member.hpp"
+#include "actors/janitor.hpp"
 #include "actors/relay_shard.hpp"
 #include "actors/supervisor.hpp"
 #include "persistence/dsn.hpp"
@@ -88,6 +89,14 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                                  },
                                  "dlq"}},
                                ctx, "dlq"));
+  top.push_back(sub_supervisor("maintenance",
+                               {{"janitor", "janitor",
+                                 [=](caf::event_based_actor* self) {
+                                   return self->spawn<blocking_child>(janitor,
+                                                                      ctx);
+                                 },
+                                 ""}},
+                               ctx));
   for (auto& name : cfg.consumer.enabled)
     top.push_back(sub_supervisor("consumer-" + name, consumer(ctx, name), ctx));
   return sys.spawn(supervisor, std::string{"root"}, std::move(top),

@@ -73,6 +73,8 @@ const std::map<std::string, family>& catalog() {
      {kind::counter, "Actor restarts by kind and reason class."}},
     {"actors_down",
      {kind::gauge, "Supervised actors currently waiting to be restarted."}},
+    {"retention_deleted_total",
+     {kind::counter, "Rows deleted by the retention janitor, by table."}},
     {"chaos_crashes_total",
      {kind::counter, "Crashes injected at each crash point."}},
   };

@@ -275,8 +275,29 @@ std::vector<option> make_options() {
     "first delay before retrying a record that could not be applied yet"));
   v.push_back(int_opt<int>(
     "consumer.backoff-max-ms",
-    [](settings& s) -> int& { return s.consumer.backoff_max_ms; }, 1,
-    3600000, "largest delay between retries of one record"));
+    [](settings& s) -> int& { return s.consumer.backoff_max_ms; }, 1, 3600000,
+    "largest delay between retries of one record"));
+  // -- retention -----------------------------------------------------------
+  v.push_back(int_opt<int>(
+    "outbox.retention",
+    [](settings& s) -> int& { return s.retention.outbox_s; }, 0, max_int,
+    "seconds a SENT outbox row is kept before the janitor deletes it; 0 "
+    "keeps them forever (unsent rows are never deleted)"));
+  v.push_back(int_opt<int>(
+    "processed-events.retention",
+    [](settings& s) -> int& { return s.retention.processed_events_s; }, 0,
+    max_int,
+    "seconds a processed_events mark is kept; 0 keeps them forever. WARNING: "
+    "must exceed the broker's retention plus the longest replay window, or a "
+    "redelivered or replayed event is applied twice"));
+  v.push_back(int_opt<int>(
+    "retention.batch-size",
+    [](settings& s) -> int& { return s.retention.batch_size; }, 1, 1000000,
+    "rows deleted per janitor transaction (keeps locks short)"));
+  v.push_back(int_opt<int>(
+    "retention.interval-ms",
+    [](settings& s) -> int& { return s.retention.interval_ms; }, 10, max_int,
+    "pause between janitor rounds once nothing is left to delete"));
   // -- supervisor ----------------------------------------------------------
   v.push_back(int_opt<int>(
     "supervisor.max-restarts",

@@ -55,6 +55,13 @@ struct settings {
     int backoff_max_ms = 5000;
   } consumer;
 
+  struct retention_section {
+    int outbox_s = 7 * 24 * 3600; ///< sent rows older than this go; 0: keep
+    int processed_events_s = 0;   ///< 0: keep forever (see docs)
+    int batch_size = 1000;
+    int interval_ms = 60000;
+  } retention;
+
   struct supervisor_section {
     int max_restarts = 100;
     int restart_window_s = 10;

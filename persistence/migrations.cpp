@@ -131,6 +131,12 @@ CREATE TABLE dlq_actions (
 );
 )sql";
 
+const char* v3_retention = R"sql(
+-- The retention janitor deletes sent rows by age without scanning the table.
+CREATE INDEX outbox_sent_at ON outbox (sent_at) WHERE sent_at IS NOT NULL;
+CREATE INDEX processed_events_at ON processed_events (processed_at);
+)sql";
+
 } // namespace
 
 const std::vector<migration>& migrations() {
@@ -138,6 +144,7 @@ const std::vector<migration>& migrations() {
     {1, "core: orders, outbox, processed_events, effects, accounts, keys",
      v1_core},
     {2, "dlq: dlq_events, dlq_actions", v2_dlq},
+    {3, "retention indexes", v3_retention},
   };
   return all;
 }

@@ -34,6 +34,40 @@ ops_rows read_ops_rows(const std::string& dsn) {
   return out;
 }
 
+long delete_sent_outbox(const std::string& dsn, int age_s, int limit) {
+  try {
+    auto conn = open_connection(dsn);
+    pqxx::work w(*conn);
+    // SKIP LOCKED: never wait on (or block) a relay marking rows right now.
+    auto r = w.exec_params(
+      "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at "
+      "IS NOT NULL AND sent_at < clock_timestamp() - make_interval(secs => "
+      "$1) ORDER BY sent_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
+      age_s, limit);
+    w.commit();
+    return static_cast<long>(r.affected_rows());
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+}
+
+long delete_processed_marks(const std::string& dsn, int age_s, int limit) {
+  try {
+    auto conn = open_connection(dsn);
+    pqxx::work w(*conn);
+    auto r = w.exec_params(
+      "DELETE FROM processed_events WHERE (consumer, event_id) IN (SELECT "
+      "consumer, event_id FROM processed_events WHERE processed_at < "
+      "clock_timestamp() - make_interval(secs => $1) LIMIT $2 FOR UPDATE "
+      "SKIP LOCKED)",
+      age_s, limit);
+    w.commit();
+    return static_cast<long>(r.affected_rows());
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+}
+
 bool database_reachable(const std::string& dsn, std::string& error) {
   try {
     auto conn = open_connection(dsn);

@@ -19,6 +19,13 @@ struct ops_rows {
 /// Reads the snapshot (throws db_error). Cheap: index-backed counts.
 ops_rows read_ops_rows(const std::string& dsn);
 
+/// Deletes up to `limit` SENT outbox rows older than `age_s` seconds (never
+/// an unsent row), in one short transaction. Returns how many went.
+long delete_sent_outbox(const std::string& dsn, int age_s, int limit);
+
+/// Deletes up to `limit` processed_events marks older than `age_s`.
+long delete_processed_marks(const std::string& dsn, int age_s, int limit);
+
 /// True if the database answers a trivial query within its connect timeout.
 bool database_reachable(const std::string& dsn, std::string& error);
 

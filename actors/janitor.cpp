@@ -1,0 +1,50 @@
+#include "actors/janitor.hpp"
+
+#include "actors/crash_log.hpp"
+#include "messages/atoms.hpp"
+#include "persistence/ops_queries.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ef {
+
+bool janitor_state::sweep() {
+  auto& r = ctx->cfg.retention;
+  bool more = false;
+  if (r.outbox_s > 0) {
+    auto n =
+      persistence::delete_sent_outbox(ctx->dsn, r.outbox_s, r.batch_size);
+    ctx->metrics->add("retention_deleted_total", {{"table", "outbox"}},
+                      static_cast<std::uint64_t>(n));
+    more = more || n == r.batch_size;
+  }
+  if (r.processed_events_s > 0) {
+    auto n = persistence::delete_processed_marks(ctx->dsn, r.processed_events_s,
+                                                 r.batch_size);
+    ctx->metrics->add("retention_deleted_total",
+                      {{"table", "processed_events"}},
+                      static_cast<std::uint64_t>(n));
+    more = more || n == r.batch_size;
+  }
+  return more;
+}
+
+caf::behavior janitor(caf::stateful_actor<janitor_state>* self,
+                      context_ptr ctx) {
+  log_crashes(self, "janitor");
+  self->state.ctx = std::move(ctx);
+  self->send(self, poll_atom::value);
+  return {
+    [=](poll_atom) {
+      auto& cfg = self->state.ctx->cfg.retention;
+      // A short breather between full batches lets other writers in; a
+      // long one once the backlog is gone.
+      auto delay = self->state.sweep()
+                     ? std::chrono::milliseconds(10)
+                     : std::chrono::milliseconds(cfg.interval_ms);
+      self->delayed_send(self, delay, poll_atom::value);
+    },
+  };
+}
+
+} // namespace ef
