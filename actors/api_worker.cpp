@@ -1,6 +1,7 @@
 #include "actors/api_worker.hpp"
 #include "actors/crash_log.hpp"
 
+#include "actors/event_log.hpp"
 #include "messages/api_error.hpp"
 #include "messages/ids.hpp"
 #include "persistence/db_error.hpp"
@@ -70,13 +71,19 @@ caf::result<order_accepted> api_worker_state::create(const create_order& cmd) {
   if (auto err = validate(cmd))
     return std::move(*err);
   try {
-    auto r = store->create(cmd);
+    auto order_id = new_uuid_v7();
+    auto event_id = new_uuid_v7();
+    event_log::hop("accepted", order_id, event_id, cmd.traceparent,
+                   {{"customer_id", cmd.customer_id}});
+    auto r = store->create(cmd, order_id, event_id);
     if (r.outcome == persistence::create_result::key_conflict)
       return make_api_error(api_errc::conflict,
                             "Idempotency-Key was already used with a "
                             "different request body",
                             "Idempotency-Key");
     bool replayed = r.outcome == persistence::create_result::replayed;
+    event_log::hop(replayed ? "replayed" : "committed", r.order_id, r.event_id,
+                   cmd.traceparent);
     // The window where the client never sees the reply: its keyed retry
     // must get the same order back.
     if (!replayed)
@@ -84,8 +91,6 @@ caf::result<order_accepted> api_worker_state::create(const create_order& cmd) {
                          r.event_id);
     ctx->metrics->add("api_orders_total",
                       {{"outcome", replayed ? "replayed" : "created"}});
-    spdlog::debug("api: order {} {} event {}", r.order_id,
-                  replayed ? "replayed" : "committed", r.event_id);
     return order_accepted{r.order_id, r.event_id, r.status, replayed};
   } catch (const persistence::db_error& e) {
     return to_api_error(e, "create order");
@@ -106,6 +111,8 @@ caf::result<cancel_accepted> api_worker_state::cancel(const cancel_order& cmd) {
     case persistence::cancel_result::cancelled:
       break;
     }
+    event_log::hop("committed", cmd.order_id, r.event_id, cmd.traceparent,
+                   {{"event_type", "OrderCancelled"}});
     return cancel_accepted{cmd.order_id, r.event_id};
   } catch (const persistence::db_error& e) {
     return to_api_error(e, "cancel order");

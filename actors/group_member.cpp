@@ -1,6 +1,7 @@
 #include "actors/group_member.hpp"
 #include "actors/crash_log.hpp"
 
+#include "actors/event_log.hpp"
 #include "messages/atoms.hpp"
 
 #include <spdlog/spdlog.h>
@@ -88,6 +89,8 @@ void group_member_state::on_done(const record_done& d) {
   auto& slot = i->second;
   --slot.in_flight;
   slot.done_up_to = std::max(slot.done_up_to, d.offset + 1);
+  if (spdlog::should_log(spdlog::level::debug))
+    slot.awaiting_commit.push_back(d);
   if (slot.paused && slot.in_flight <= ctx->cfg.consumer.max_in_flight / 2) {
     consumer->resume(d.partition);
     slot.paused = false;
@@ -112,8 +115,19 @@ void group_member_state::commit_done(const std::vector<std::int32_t>* only) {
     spdlog::warn("{}: offset commit failed: {}", consumer_name, err);
     return;
   }
-  for (auto& [p, off] : offsets)
-    owned[p].committed = off;
+  for (auto& [p, off] : offsets) {
+    auto& slot = owned[p];
+    slot.committed = off;
+    while (!slot.awaiting_commit.empty() &&
+           slot.awaiting_commit.front().offset < off) {
+      auto& d = slot.awaiting_commit.front();
+      event_log::hop("offset_committed", d.order_id, d.event_id, d.traceparent,
+                     {{"consumer", consumer_name},
+                      {"partition", std::to_string(p)},
+                      {"offset", std::to_string(d.offset)}});
+      slot.awaiting_commit.pop_front();
+    }
+  }
 }
 
 bool group_member_state::on_worker_exit(const caf::exit_msg& em) {

@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,6 +29,7 @@ struct group_member_state {
     bool paused = false;
     std::int64_t done_up_to = -1; ///< next offset to commit (-1: nothing)
     std::int64_t committed = -1;
+    std::deque<record_done> awaiting_commit; ///< only while debug-logging
   };
 
   caf::event_based_actor* self = nullptr;

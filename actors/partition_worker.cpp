@@ -1,6 +1,7 @@
 #include "actors/partition_worker.hpp"
 
 #include "actors/crash_log.hpp"
+#include "actors/event_log.hpp"
 #include "config/options.hpp"
 #include "kafka/event_record.hpp"
 #include "messages/atoms.hpp"
@@ -124,6 +125,11 @@ partition_worker_state::attempt(const partition_record& rec) {
       return std::nullopt;
     }
   }
+  auto& trace = rec.header("traceparent");
+  event_log::hop("delivered", ev->order_id, ev->event_id, trace,
+                 {{"consumer", consumer},
+                  {"partition", std::to_string(rec.partition)},
+                  {"offset", std::to_string(rec.offset)}});
   failure blocked;
   if (blocked_behind_parked(*ev, rec, blocked))
     return blocked;
@@ -140,9 +146,13 @@ partition_worker_state::attempt(const partition_record& rec) {
                      "order " + ev->order_id + " not found"};
     case persistence::apply_outcome::duplicate:
       ctx->metrics->add("consumer_duplicates_suppressed_total", who);
+      event_log::hop("suppressed", ev->order_id, ev->event_id, trace,
+                     {{"consumer", consumer}});
       break;
     case persistence::apply_outcome::applied:
       ctx->metrics->add("consumer_applied_total", who);
+      event_log::hop("applied", ev->order_id, ev->event_id, trace,
+                     {{"consumer", consumer}});
       ctx->metrics->observe("end_to_end_seconds", who,
                             seconds_since(ev->occurred_at));
       break;
@@ -151,8 +161,6 @@ partition_worker_state::attempt(const partition_record& rec) {
       "consumer_handler_seconds", who,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
         .count());
-    spdlog::debug("{} p{} offset {}: event {} order {} {}", consumer, partition,
-                  rec.offset, ev->event_id, ev->order_id, to_string(outcome));
     // The seed's consumer window: committed in the DB, offset not yet.
     ctx->faults->check(crash_point::consumer_after_db_before_offset, chaos_key);
   } catch (const persistence::db_error& e) {
@@ -213,6 +221,8 @@ bool partition_worker_state::park(const partition_record& rec,
   dlq->store().park(e, true);
   if (parked_orders)
     parked_orders->insert(rec.key);
+  event_log::hop("parked", rec.key, e.event_id, rec.header("traceparent"),
+                 {{"consumer", consumer}, {"class", why.kind}});
   ctx->metrics->add("dlq_parked_total",
                     {{"consumer", consumer}, {"class", why.kind}});
   spdlog::warn("{} p{} offset {}: event {} parked in the DLQ after {} "
@@ -247,7 +257,9 @@ partition_worker_state::drain(caf::event_based_actor* self) {
     }
     attempts = 0;
     first_failure_at.clear();
-    self->send(group_member, record_done{rec.partition, rec.offset});
+    self->send(group_member,
+               record_done{rec.partition, rec.offset, rec.key,
+                           rec.event_id_header, rec.header("traceparent")});
     pending.pop_front();
   }
   return std::chrono::milliseconds{0};

@@ -1,6 +1,7 @@
 #include "actors/relay_shard.hpp"
 
 #include "actors/crash_log.hpp"
+#include "actors/event_log.hpp"
 #include "messages/atoms.hpp"
 
 #include <spdlog/spdlog.h>
@@ -72,7 +73,13 @@ bool relay_shard_state::publish(
   ctx->metrics->observe("relay_batch_size", {},
                         static_cast<double>(rows.size()));
   auto sent_at = std::chrono::steady_clock::now();
+  for (auto& r : rows)
+    event_log::hop("claimed", r.event.order_id, r.event.event_id,
+                   r.event.traceparent, {{"seq", std::to_string(r.seq)}});
   auto reports = producer->publish(events, [&] {
+    for (auto& r : rows)
+      event_log::hop("published", r.event.order_id, r.event.event_id,
+                     r.event.traceparent);
     ctx->faults->check(crash_point::relay_after_publish_before_ack, batch_key);
   });
   ctx->metrics->observe(
@@ -93,9 +100,8 @@ bool relay_shard_state::publish(
           "relay " + std::to_string(shard) + ": delivery gap after seq " +
           std::to_string(failed.front()) + " (" + first_error + ")");
       acked.push_back(rows[i].seq);
-      spdlog::debug("relay {}: acked seq {} event {} order {}", shard,
-                    rows[i].seq, rows[i].event.event_id,
-                    rows[i].event.order_id);
+      event_log::hop("acked", rows[i].event.order_id, rows[i].event.event_id,
+                     rows[i].event.traceparent);
     } else {
       if (failed.empty())
         first_error = reports[i].error;
@@ -103,6 +109,10 @@ bool relay_shard_state::publish(
     }
   }
   store->mark_sent(acked);
+  for (auto& r : rows)
+    if (std::find(acked.begin(), acked.end(), r.seq) != acked.end())
+      event_log::hop("marked", r.event.order_id, r.event.event_id,
+                     r.event.traceparent);
   ctx->metrics->add("relay_published_total", shard_label, acked.size());
   if (failed.empty())
     return true;

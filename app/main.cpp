@@ -5,6 +5,7 @@
 
 #include "actors/dlq_handler.hpp"
 #include "actors/dlq_operations.hpp"
+#include "actors/event_log.hpp"
 #include "actors/eventforge.hpp"
 #include "app/chaos_runner.hpp"
 #include "app/cli.hpp"
@@ -54,6 +55,8 @@ void setup_logging(const settings& cfg) {
   spdlog::default_logger()->sinks().clear();
   spdlog::default_logger()->sinks().push_back(
     std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+  if (cfg.log.format == "json")
+    ef::event_log::use_json_format();
 }
 
 int serve(const settings& cfg) {

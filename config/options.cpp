@@ -334,6 +334,16 @@ std::vector<option> make_options() {
   v.push_back(str_opt(
     "log.level", [](settings& s) -> std::string& { return s.log.level; },
     log_level, "trace, debug, info, warn, error or off"));
+  v.push_back(str_opt(
+    "log.format", [](settings& s) -> std::string& { return s.log.format; },
+    [](const std::string& v) {
+      return v == "text" || v == "json"
+               ? std::optional<std::string>{}
+               : std::optional<std::string>{"must be text or json, got \"" + v +
+                                            "\""};
+    },
+    "text, or json: one JSON object per line with order_id, event_id and "
+    "trace_id on every line about an event"));
   return v;
 }
 

@@ -77,6 +77,7 @@ struct settings {
 
   struct log_section {
     std::string level = "info";
+    std::string format = "text"; ///< text or json
   } log;
 };
 

@@ -64,11 +64,15 @@ typename Inspector::result_type inspect(Inspector& f, partition_record& x) {
 struct record_done {
   std::int32_t partition = 0;
   std::int64_t offset = 0;
+  std::string order_id; ///< for the "offset_committed" hop line only
+  std::string event_id;
+  std::string traceparent;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, record_done& x) {
-  return f(caf::meta::type_name("record_done"), x.partition, x.offset);
+  return f(caf::meta::type_name("record_done"), x.partition, x.offset,
+           x.order_id, x.event_id, x.traceparent);
 }
 
 } // namespace ef

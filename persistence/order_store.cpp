@@ -65,8 +65,13 @@ order_store::order_store(std::string dsn, int shards)
 order_store::~order_store() = default;
 
 create_result order_store::create(const create_order& cmd) {
-  create_result r{create_result::created, new_uuid_v7(), new_uuid_v7(),
-                  "created"};
+  return create(cmd, new_uuid_v7(), new_uuid_v7());
+}
+
+create_result order_store::create(const create_order& cmd,
+                                  const std::string& order_id,
+                                  const std::string& event_id) {
+  create_result r{create_result::created, order_id, event_id, "created"};
   auto total = order_total(cmd);
   try {
     pqxx::work w(db_->get());

@@ -39,6 +39,9 @@ public:
   /// Inserts order, items, idempotency key and the OrderCreated outbox row in
   /// ONE transaction: a failure anywhere leaves none of them.
   create_result create(const create_order& cmd);
+  /// Same, with IDs chosen by the caller (so it can log them first).
+  create_result create(const create_order& cmd, const std::string& order_id,
+                       const std::string& event_id);
 
   /// Records the cancel request and the OrderCancelled outbox row in one
   /// transaction.

@@ -8,6 +8,9 @@
 
 #include <catch2/catch.hpp>
 #include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
 
 #include <fstream>
 #include <regex>
@@ -222,4 +225,69 @@ TEST_CASE("retention_deletes_only_sent_rows_past_the_retention_in_batches_"
   CHECK(db.scalar<int>("SELECT count(*) FROM outbox WHERE shard <> 999") == 28);
   // Marks and effects are untouched (processed_events has its own setting).
   CHECK(db.scalar<int>("SELECT count(*) FROM processed_events") >= 40);
+}
+
+TEST_CASE("one_order_id_grepped_from_the_json_log_shows_every_hop_in_order_"
+          "with_one_trace_id") {
+  test::database db;
+  test::temp_dir dir;
+  auto log = dir.path + "/serve.log";
+  test::child_process serve(
+    {test::eventforge_binary(), "serve", "--http.port=0",
+     "--database.url=" + db.dsn(), "--kafka.session-timeout-ms=6000",
+     "--kafka.fetch-wait-max-ms=20", "--log.format=json", "--log.level=debug"},
+    log);
+  auto ready = serve.await_line("ready");
+  auto url = test::ready_field(ready, "http");
+  auto brokers = test::ready_field(ready, "kafka");
+  REQUIRE_FALSE(url.empty());
+  std::string trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+  httplib::Client cli(url);
+  auto res = cli.Post("/orders",
+                      {{"traceparent", "00-" + trace + "-00f067aa0ba902b7-01"}},
+                      test::order_body("traced", 1, 100), "application/json");
+  REQUIRE(res);
+  REQUIRE(res->status == 201);
+  auto order = test::json_field(res->body, "order_id");
+  auto cfg = test::test_settings();
+  REQUIRE(test::wait_until([&] { return test::quiescent(db, cfg, brokers); }));
+  serve.signal(SIGTERM);
+  REQUIRE(serve.wait() == 0);
+
+  std::ifstream in(log);
+  std::string line;
+  std::vector<std::string> hops;
+  while (std::getline(in, line)) {
+    if (line.find(order) == std::string::npos)
+      continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    INFO(line);
+    REQUIRE_FALSE(j.is_discarded()); // every line is one JSON object
+    CHECK(j.value("trace_id", "") == trace);
+    CHECK(j.value("order_id", "") == order);
+    auto hop = j.value("msg", "");
+    if (j.contains("consumer"))
+      hop += "/" + j.value("consumer", "");
+    hops.push_back(hop);
+  }
+  auto at = [&](const std::string& hop) {
+    auto i = std::find(hops.begin(), hops.end(), hop);
+    INFO("missing hop " << hop);
+    REQUIRE(i != hops.end());
+    return i - hops.begin();
+  };
+  // Only causal orderings are asserted: e.g. NOTIFY wakes the relay at
+  // COMMIT, so "claimed" may be written before the API logs "committed".
+  CHECK(at("accepted") < at("committed"));
+  CHECK(at("accepted") < at("claimed"));
+  CHECK(at("claimed") < at("published"));
+  CHECK(at("published") < at("acked"));
+  CHECK(at("acked") < at("marked"));
+  for (std::string c : {"billing", "fulfillment"}) {
+    // A consumer may fetch the record before the relay has processed the
+    // broker's ack, so only "claimed before delivered" is causal.
+    CHECK(at("claimed") < at("delivered/" + c));
+    CHECK(at("delivered/" + c) < at("applied/" + c));
+    CHECK(at("applied/" + c) < at("offset_committed/" + c));
+  }
 }
