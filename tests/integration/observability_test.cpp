@@ -42,6 +42,7 @@ struct obs_fixture {
   obs_fixture() {
     cfg.kafka.partitions = 2;
     cfg.kafka.delivery_timeout_ms = 1500;
+    cfg.http.admin_token = "s3cret";
     t = std::make_unique<test::tree>(
       cfg, endpoints{db.dsn(), broker.bootstrap_servers()});
   }
@@ -154,10 +155,6 @@ TEST_CASE("a_duplicate_of_a_processed_event_counts_one_idempotency_conflict_"
 TEST_CASE("a_poisoned_record_moves_the_dlq_gauges_and_replay_moves_them_"
           "back") {
   obs_fixture f;
-  f.cfg.http.admin_token = "s3cret";
-  f.t.reset();
-  f.t = std::make_unique<test::tree>(
-    f.cfg, endpoints{f.db.dsn(), f.broker.bootstrap_servers()});
   f.db.exec("CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ "
             "BEGIN RAISE EXCEPTION 'poisoned' USING ERRCODE = '23514'; END $$;"
             "CREATE TRIGGER poison BEFORE INSERT ON business_effects FOR EACH "
