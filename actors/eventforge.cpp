@@ -6,6 +6,7 @@
 #include "actors/janitor.hpp"
 #include "actors/relay_shard.hpp"
 #include "actors/supervisor.hpp"
+#include "messages/atoms.hpp"
 #include "persistence/dsn.hpp"
 #include "persistence/migrations.hpp"
 
@@ -61,6 +62,16 @@ std::vector<child_spec> consumer(const context_ptr& ctx,
 }
 
 } // namespace
+
+std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
+                                              const caf::actor& root) {
+  std::map<std::string, std::uint64_t> out;
+  caf::scoped_actor self{sys};
+  self->request(root, std::chrono::seconds(10), stats_atom::value)
+    .receive([&](std::map<std::string, std::uint64_t>& m) { out = m; },
+             [&](caf::error&) {});
+  return out;
+}
 
 caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                  const endpoints& ep, std::shared_ptr<telemetry> metrics) {

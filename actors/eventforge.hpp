@@ -3,7 +3,10 @@
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
 
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 
 #include <caf/all.hpp>
 
@@ -26,6 +29,11 @@ struct endpoints {
 /// message (e.g. caf::exit_reason::user_shutdown) and await its termination.
 /// `metrics` receives the tree's telemetry (a new registry if null), so the
 /// host can export it. Throws if the schema cannot be migrated.
+/// The tree's counters (telemetry series -> value), asked from its root;
+/// empty if the root does not answer within 10 s.
+std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
+                                              const caf::actor& root);
+
 caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                  const endpoints& ep,
                  std::shared_ptr<telemetry> metrics = nullptr);

@@ -133,16 +133,6 @@ bool quiescent(const config::settings& cfg, const endpoints& ep) {
   return true;
 }
 
-std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
-                                              const caf::actor& root) {
-  std::map<std::string, std::uint64_t> out;
-  caf::scoped_actor self{sys};
-  self->request(root, std::chrono::seconds(10), stats_atom::value)
-    .receive([&](std::map<std::string, std::uint64_t>& m) { out = m; },
-             [&](caf::error&) {});
-  return out;
-}
-
 } // namespace
 
 int run_chaos(const config::settings& cfg, const chaos_plan& plan) {

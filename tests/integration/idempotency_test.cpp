@@ -18,19 +18,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool group_at_log_end(const config::settings& cfg, const std::string& brokers) {
-  auto ends =
-    kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
-  for (auto& c : cfg.consumer.enabled) {
-    auto committed = kafka::committed_offsets(
-      brokers, "eventforge." + c, cfg.kafka.topic, cfg.kafka.partitions);
-    for (int p = 0; p < cfg.kafka.partitions; ++p)
-      if (ends[p] > 0 && committed[p] != ends[p])
-        return false;
-  }
-  return true;
-}
-
 int count(test::database& db, const std::string& table,
           const std::string& event_id) {
   return db.scalar<int>("SELECT count(*) FROM " + table +
@@ -51,7 +38,7 @@ TEST_CASE("event_produced_twice_onto_the_topic_gives_one_mark_and_one_"
   auto event_id = test::json_field(b, "event_id");
   REQUIRE(test::wait_until([&] {
     return count(db, "processed_events", event_id) == 2 &&
-           group_at_log_end(cfg, broker.bootstrap_servers());
+           test::quiescent(db, cfg, broker.bootstrap_servers());
   }));
   // Put the very same record onto the topic again, as a relay crash between
   // ack and mark would.
@@ -64,7 +51,7 @@ TEST_CASE("event_produced_twice_onto_the_topic_gives_one_mark_and_one_"
                                 {{"event_id", records[0].event_id}});
   REQUIRE(d.persisted);
   REQUIRE(test::wait_until(
-    [&] { return group_at_log_end(cfg, broker.bootstrap_servers()); }));
+    [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
   CHECK(kafka::read_all(broker.bootstrap_servers(), cfg.kafka.topic,
                         cfg.kafka.partitions)
           .size() == 2);
@@ -147,7 +134,7 @@ TEST_CASE("event_for_a_missing_order_is_rolled_back_without_a_mark_and_"
   while (std::chrono::steady_clock::now() < deadline) {
     REQUIRE(count(db, "processed_events", event_id) == 0);
     REQUIRE(count(db, "business_effects", event_id) == 0);
-    REQUIRE_FALSE(group_at_log_end(cfg, broker.bootstrap_servers()));
+    REQUIRE_FALSE(test::quiescent(db, cfg, broker.bootstrap_servers()));
     std::this_thread::sleep_for(100ms);
   }
   db.exec(
@@ -155,7 +142,7 @@ TEST_CASE("event_for_a_missing_order_is_rolled_back_without_a_mark_and_"
     order_id + "', 'late', 'created', 700)");
   REQUIRE(test::wait_until([&] {
     return count(db, "processed_events", event_id) == 2 &&
-           group_at_log_end(cfg, broker.bootstrap_servers());
+           test::quiescent(db, cfg, broker.bootstrap_servers());
   }));
   CHECK(count(db, "business_effects", event_id) == 2);
   CHECK(db.scalar<std::string>("SELECT status FROM orders WHERE id = '" +
@@ -216,7 +203,7 @@ TEST_CASE("undecodable_kafka_records_write_nothing_and_do_not_stall_the_"
   REQUIRE(s == 201);
   REQUIRE(test::wait_until([&] {
     return db.scalar<int>("SELECT count(*) FROM processed_events") == 2 &&
-           group_at_log_end(cfg, broker.bootstrap_servers());
+           test::quiescent(db, cfg, broker.bootstrap_servers());
   }));
   CHECK(db.scalar<int>("SELECT count(*) FROM business_effects") == 2);
   CHECK(db.scalar<int>("SELECT count(*) FROM business_effects WHERE order_id "

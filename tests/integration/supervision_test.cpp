@@ -47,25 +47,6 @@ void post_orders(const std::string& url, int n, const std::string& customer) {
   }
 }
 
-bool settled(test::database& db, const config::settings& cfg,
-             const std::string& brokers) {
-  if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") !=
-        0 ||
-      db.scalar<int>("SELECT count(*) FROM processed_events") !=
-        2 * db.scalar<int>("SELECT count(*) FROM outbox"))
-    return false;
-  auto ends =
-    kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
-  for (auto& c : cfg.consumer.enabled) {
-    auto committed = kafka::committed_offsets(
-      brokers, "eventforge." + c, cfg.kafka.topic, cfg.kafka.partitions);
-    for (int p = 0; p < cfg.kafka.partitions; ++p)
-      if (ends[p] > 0 && committed[p] != ends[p])
-        return false;
-  }
-  return true;
-}
-
 void check_one_effect_per_consumer_per_event(test::database& db) {
   CHECK(db.scalar<int>(
           "SELECT count(*) FROM outbox o CROSS JOIN (VALUES ('fulfillment'), "
@@ -87,7 +68,7 @@ TEST_CASE("killed_relay_shards_are_restarted_and_publish_the_unsent_rows") {
     crash(t.system(), actor);
   post_orders(t.url(), 50, "after");
   REQUIRE(test::wait_until(
-    [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
+    [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
   CHECK(
     counters_of(
       t.system(),
@@ -105,7 +86,7 @@ TEST_CASE("killed_partition_actors_resume_from_the_committed_offset_without_"
   test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
   post_orders(t.url(), 30, "warm-up");
   REQUIRE(test::wait_until(
-    [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
+    [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
   auto top = children_of(t.system(), t.root());
   for (auto round = 0; round < 3; ++round) {
     // Kill every partition actor of both consumers while orders flow.
@@ -119,7 +100,7 @@ TEST_CASE("killed_partition_actors_resume_from_the_committed_offset_without_"
     post_orders(t.url(), 30, "round-" + std::to_string(round));
   }
   REQUIRE(test::wait_until(
-    [&] { return settled(db, cfg, broker.bootstrap_servers()); }));
+    [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
   CHECK(db.scalar<int>("SELECT count(*) FROM outbox") == 120);
   check_one_effect_per_consumer_per_event(db);
   CHECK(-db.scalar<std::int64_t>("SELECT sum(balance_cents) FROM accounts") ==

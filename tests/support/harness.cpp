@@ -164,16 +164,6 @@ bool quiescent(database& db, const config::settings& cfg,
   return true;
 }
 
-std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
-                                              const caf::actor& root) {
-  std::map<std::string, std::uint64_t> out;
-  caf::scoped_actor self{sys};
-  self->request(root, std::chrono::seconds(10), stats_atom::value)
-    .receive([&](std::map<std::string, std::uint64_t>& m) { out = m; },
-             [&](caf::error&) {});
-  return out;
-}
-
 } // namespace ef::test
 
 #include <csignal>

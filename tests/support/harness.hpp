@@ -104,8 +104,7 @@ bool quiescent(database& db, const config::settings& cfg,
                const std::string& brokers);
 
 /// Counter snapshot of a running tree (telemetry series -> value).
-std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
-                                              const caf::actor& root);
+using ef::counters;
 
 } // namespace ef::test
 
