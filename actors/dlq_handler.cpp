@@ -64,6 +64,20 @@ std::string to_json(const persistence::dlq_entry& e) {
 }
 
 void dlq_handler_state::poll_once() {
+  if (!lost.empty()) {
+    // The DLQ topic is a copy: each entry was stored in dlq_events by its
+    // consumer before that consumer's offset moved. Losing DLQ records loses
+    // nothing, so reread what is left; storing an entry twice is a no-op.
+    std::map<std::int32_t, std::int64_t> from_start;
+    for (auto& [p, offset] : lost) {
+      spdlog::info("dlq: partition {} position {} is not on the broker; "
+                   "rereading from the log start",
+                   p, offset);
+      from_start[p] = -1;
+    }
+    consumer->restart_at(from_start);
+    lost.clear();
+  }
   auto rec = consumer->poll(50);
   if (!rec)
     return;
@@ -123,10 +137,15 @@ caf::behavior dlq_handler(caf::stateful_actor<dlq_handler_state>* self,
   auto& st = self->state;
   st.ops = std::make_unique<dlq_operations>(ctx->dsn, ctx->brokers,
                                             ctx->cfg.kafka.delivery_timeout_ms);
+  kafka::group_consumer::callbacks cbs;
+  auto* state = &st;
+  cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
+    state->lost[p] = offset;
+  };
   st.consumer = std::make_unique<kafka::group_consumer>(
     ctx->brokers, "eventforge.dlq", config::dlq_topic_of(ctx->cfg),
     ctx->cfg.kafka.session_timeout_ms, ctx->cfg.kafka.fetch_wait_max_ms,
-    kafka::group_consumer::callbacks{});
+    std::move(cbs));
   st.ctx = std::move(ctx);
   self->send(self, poll_atom::value);
   return {

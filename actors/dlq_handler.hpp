@@ -7,6 +7,8 @@
 
 #include <caf/all.hpp>
 
+#include <map>
+
 #include <memory>
 
 namespace ef {
@@ -19,6 +21,8 @@ struct dlq_handler_state {
   context_ptr ctx;
   std::unique_ptr<dlq_operations> ops;
   std::unique_ptr<kafka::group_consumer> consumer;
+  /// DLQ partitions whose position the broker no longer holds.
+  std::map<std::int32_t, std::int64_t> lost;
 
   void poll_once();
   caf::result<dlq_reply> execute(const dlq_command& cmd);

@@ -5,9 +5,11 @@
 #include "actors/group_member.hpp"
 #include "actors/janitor.hpp"
 #include "actors/relay_shard.hpp"
+#include "actors/repairer.hpp"
 #include "actors/supervisor.hpp"
 #include "messages/atoms.hpp"
 #include "persistence/dsn.hpp"
+#include "persistence/fixed_settings.hpp"
 #include "persistence/migrations.hpp"
 
 #include <spdlog/spdlog.h>
@@ -86,6 +88,8 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
   if (!applied.empty())
     spdlog::info("applied {} schema migration(s), now at version {}",
                  applied.size(), applied.back());
+  persistence::require_fixed_setting(ctx->dsn, "relay.shards",
+                                     std::to_string(cfg.relay.shards));
   if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)
     spdlog::warn("chaos enabled: rate {} seed {} at {} point(s)",
                  cfg.chaos.rate, cfg.chaos.seed, cfg.chaos.points.size());
@@ -100,14 +104,19 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                                  },
                                  "dlq"}},
                                ctx, "dlq"));
-  top.push_back(sub_supervisor("maintenance",
-                               {{"janitor", "janitor",
-                                 [=](caf::event_based_actor* self) {
-                                   return self->spawn<blocking_child>(janitor,
-                                                                      ctx);
-                                 },
-                                 ""}},
-                               ctx));
+  top.push_back(sub_supervisor(
+    "maintenance",
+    {{"janitor", "janitor",
+      [=](caf::event_based_actor* self) {
+        return self->spawn<blocking_child>(janitor, ctx);
+      },
+      ""},
+     {"repairer", "repairer",
+      [=](caf::event_based_actor* self) {
+        return self->spawn<blocking_child>(repairer, ctx);
+      },
+      ""}},
+    ctx));
   for (auto& name : cfg.consumer.enabled)
     top.push_back(sub_supervisor("consumer-" + name, consumer(ctx, name), ctx));
   return sys.spawn(supervisor, std::string{"root"}, std::move(top),

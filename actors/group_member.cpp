@@ -16,6 +16,8 @@ namespace {
 constexpr int poll_timeout_ms = 20;
 /// Offsets of a busy partition are committed at most this often.
 constexpr auto commit_interval = 100ms;
+/// How often lost positions are retried and the broker epoch is read.
+constexpr auto housekeeping_interval = 1000ms;
 
 } // namespace
 
@@ -44,6 +46,99 @@ void group_member_state::start_worker(std::int32_t p) {
     partition_worker, ctx, consumer_name, p, caf::actor{self});
 }
 
+void group_member_state::restart_worker(std::int32_t p) {
+  auto i = owned.find(p);
+  if (i != owned.end()) {
+    self->unlink_from(i->second.worker);
+    self->send_exit(i->second.worker, caf::exit_reason::user_shutdown);
+  }
+  start_worker(p);
+}
+
+std::int64_t group_member_state::settle_lost(std::int32_t p,
+                                             std::int64_t offset) {
+  auto marks = consumer->query_watermarks(p);
+  // The offsets this consumer will never read from this log. Records already
+  // handed to the worker lie below `offset` and are applied as usual.
+  auto from = std::max<std::int64_t>(offset, 0);
+  auto to = std::max(from, marks.low);
+  auto gap = repairs->record_gap(consumer_name, p, from, to, marks.high);
+  auto& m = *ctx->metrics;
+  if (offset > marks.high) {
+    // The log ends before our position: this is not the log we read. The
+    // repairer begins a new epoch (its witness is gone too); whatever the
+    // worker holds belongs to the old log.
+    m.add("consumer_positions_lost_total", {{"consumer", consumer_name}});
+    spdlog::warn("{}: partition {}: position {} is past the log end {}: the "
+                 "broker lost this log (replaced or truncated); rereading "
+                 "from offset {}",
+                 consumer_name, p, offset, marks.high, marks.low);
+    restart_worker(p);
+  } else if (to > from || gap.at_risk > 0) {
+    m.add("consumer_positions_lost_total", {{"consumer", consumer_name}});
+    m.add("repair_republished_total", {{"reason", "consumer_gap"}},
+          static_cast<std::uint64_t>(gap.at_risk));
+    spdlog::warn("{}: partition {}: {} is no longer on the broker (log now "
+                 "{}..{}); offsets {}..{} cannot be read, {} event(s) there "
+                 "not applied by {} are queued again (epoch {}); resuming at "
+                 "{}",
+                 consumer_name, p,
+                 offset < 0 ? std::string("no committed offset")
+                            : "offset " + std::to_string(offset),
+                 marks.low, marks.high, from, to, gap.at_risk, consumer_name,
+                 gap.epoch, marks.low);
+  } else {
+    spdlog::info("{}: partition {}: no committed offset; starting at the log "
+                 "start ({})",
+                 consumer_name, p, marks.low);
+  }
+  return marks.low;
+}
+
+void group_member_state::restart_fetching(
+  const std::map<std::int32_t, std::int64_t>& at) {
+  if (at.empty())
+    return;
+  consumer->restart_at(at);
+  for (auto& [p, slot] : owned) {
+    if (slot.paused)
+      consumer->pause(p);
+    else if (at.count(p) != 0)
+      consumer->resume(p); // a replaced worker starts unpaused
+  }
+}
+
+void group_member_state::housekeeping() {
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_check)
+    return;
+  next_check = now + housekeeping_interval;
+  try {
+    std::map<std::int32_t, std::int64_t> restart;
+    auto current = repairs->current_epoch();
+    if (epoch != 0 && current != epoch) {
+      spdlog::warn("{}: broker epoch {} began; rereading {} owned "
+                   "partition(s) from the log start",
+                   consumer_name, current, owned.size());
+      for (auto& [p, slot] : owned) {
+        restart_worker(p);
+        restart[p] = -1;
+      }
+    }
+    for (auto& [p, offset] : lost)
+      if (owned.count(p) != 0 && restart.count(p) == 0)
+        restart[p] = settle_lost(p, offset); // revoked ones: the next owner's
+    restart_fetching(restart);
+    lost.clear();
+    epoch = current;
+  } catch (const std::exception& e) {
+    // The partition stays stopped (nothing is skipped); try again later.
+    spdlog::warn("{}: cannot settle lost positions or read the broker epoch "
+                 "yet: {}",
+                 consumer_name, e.what());
+  }
+}
+
 void group_member_state::on_revoked(const std::vector<std::int32_t>& parts) {
   if (closing)
     return;
@@ -63,6 +158,7 @@ void group_member_state::on_revoked(const std::vector<std::int32_t>& parts) {
 }
 
 void group_member_state::poll_once() {
+  housekeeping();
   auto rec = consumer->poll(poll_timeout_ms);
   if (rec) {
     auto i = owned.find(rec->partition);
@@ -170,6 +266,11 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
   auto* state = &st;
   cbs.assigned = [state](const auto& ps) { state->on_assigned(ps); };
   cbs.revoked = [state](const auto& ps) { state->on_revoked(ps); };
+  cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
+    state->lost[p] = offset;
+    state->next_check = {}; // settle it on the next poll
+  };
+  st.repairs = std::make_unique<persistence::repair_store>(ctx->dsn);
   st.consumer = std::make_unique<kafka::group_consumer>(
     ctx->brokers, "eventforge." + consumer_name, cfg.kafka.topic,
     cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms, std::move(cbs));

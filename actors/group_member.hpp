@@ -4,6 +4,7 @@
 #include "actors/partition_worker.hpp"
 #include "actors/restart_policy.hpp"
 #include "kafka/group_consumer.hpp"
+#include "persistence/repair_store.hpp"
 
 #include <caf/all.hpp>
 
@@ -22,6 +23,14 @@ namespace ef {
 /// reports the record's DB transaction done. It supervises its partition
 /// actors: a crashed one is replaced, and the partition is rewound to its
 /// committed offset, which is exactly how real redelivery happens.
+///
+/// It never jumps over records silently. When the broker no longer holds a
+/// partition's position (trimmed under a slow consumer, a new broker, a
+/// recreated topic), it records the gap and queues this consumer's unapplied
+/// events in it again (one transaction), logs and counts it, and only then
+/// resumes at the log start. When the repairer begins a new broker epoch,
+/// positions in the old logs mean nothing: it rereads every owned partition
+/// from the start (duplicates are suppressed).
 struct group_member_state {
   struct owned_partition {
     caf::actor worker;
@@ -36,7 +45,13 @@ struct group_member_state {
   context_ptr ctx;
   std::string consumer_name;
   std::unique_ptr<kafka::group_consumer> consumer;
+  std::unique_ptr<persistence::repair_store> repairs;
   std::map<std::int32_t, owned_partition> owned;
+  /// Partitions whose position was lost, with the offset that could not be
+  /// read (-1: none committed); handled (and retried) from the poll loop.
+  std::map<std::int32_t, std::int64_t> lost;
+  int epoch = 0; ///< broker epoch the positions belong to (0: not read yet)
+  std::chrono::steady_clock::time_point next_check{};
   std::optional<restart_policy> restarts;
   std::chrono::steady_clock::time_point last_commit{};
   bool closing = false;
@@ -46,6 +61,16 @@ struct group_member_state {
   void on_assigned(const std::vector<std::int32_t>& parts);
   void on_revoked(const std::vector<std::int32_t>& parts);
   void start_worker(std::int32_t partition);
+  /// Replaces the partition's worker, dropping what it held.
+  void restart_worker(std::int32_t partition);
+  /// Records a lost position's gap and queues what it cost again; returns
+  /// where the partition resumes (its log start). Throws if the database or
+  /// broker cannot be asked: the partition then stays stopped.
+  std::int64_t settle_lost(std::int32_t partition, std::int64_t offset);
+  /// Restarts fetching at these offsets, keeping the partitions' pauses.
+  void restart_fetching(const std::map<std::int32_t, std::int64_t>& at);
+  /// Once a second: retries lost positions, follows broker epoch changes.
+  void housekeeping();
   void poll_once();
   void on_done(const record_done& d);
   /// Commits every partition whose applied position moved (or just these).

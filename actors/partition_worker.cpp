@@ -149,6 +149,15 @@ partition_worker_state::attempt(const partition_record& rec) {
       event_log::hop("suppressed", ev->order_id, ev->event_id, trace,
                      {{"consumer", consumer}});
       break;
+    case persistence::apply_outcome::deferred:
+      // Not applied, not lost: it comes again behind its predecessors.
+      ctx->metrics->add("consumer_deferred_total", who);
+      event_log::hop("deferred", ev->order_id, ev->event_id, trace,
+                     {{"consumer", consumer}});
+      spdlog::info("{}: event {} of order {} waits for an earlier event of "
+                   "its order; both are queued again",
+                   consumer, ev->event_id, ev->order_id);
+      break;
     case persistence::apply_outcome::applied:
       ctx->metrics->add("consumer_applied_total", who);
       event_log::hop("applied", ev->order_id, ev->event_id, trace,

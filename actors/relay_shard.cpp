@@ -72,6 +72,9 @@ bool relay_shard_state::publish(
   labels shard_label{{"shard", std::to_string(shard)}};
   ctx->metrics->observe("relay_batch_size", {},
                         static_cast<double>(rows.size()));
+  // The epoch is fixed before anything is sent: positions are recorded under
+  // the broker lifetime they were made in, never a later one.
+  auto epoch = store->current_epoch();
   auto sent_at = std::chrono::steady_clock::now();
   for (auto& r : rows)
     event_log::hop("claimed", r.event.order_id, r.event.event_id,
@@ -88,7 +91,8 @@ bool relay_shard_state::publish(
       .count());
   // The seed's relay window: acknowledged, not yet marked.
   ctx->faults->check(crash_point::relay_after_ack_before_mark, batch_key);
-  std::vector<std::int64_t> acked, failed;
+  std::vector<persistence::sent_position> acked;
+  std::vector<std::int64_t> failed;
   std::string first_error;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (reports[i].persisted) {
@@ -99,7 +103,8 @@ bool relay_shard_state::publish(
         throw std::runtime_error(
           "relay " + std::to_string(shard) + ": delivery gap after seq " +
           std::to_string(failed.front()) + " (" + first_error + ")");
-      acked.push_back(rows[i].seq);
+      acked.push_back(
+        {rows[i].seq, reports[i].partition, reports[i].offset});
       event_log::hop("acked", rows[i].event.order_id, rows[i].event.event_id,
                      rows[i].event.traceparent);
     } else {
@@ -108,11 +113,20 @@ bool relay_shard_state::publish(
       failed.push_back(rows[i].seq);
     }
   }
-  store->mark_sent(acked);
-  for (auto& r : rows)
-    if (std::find(acked.begin(), acked.end(), r.seq) != acked.end())
-      event_log::hop("marked", r.event.order_id, r.event.event_id,
-                     r.event.traceparent);
+  if (store->mark_sent(epoch, acked) ==
+      persistence::mark_result::epoch_changed) {
+    // The broker lost its logs while this batch was in flight: whatever it
+    // acknowledged may be gone too. Publish the rows again in the new epoch.
+    spdlog::warn("relay {}: broker epoch changed during a publish; {} "
+                 "acknowledged row(s) stay unsent and go out again",
+                 shard, acked.size());
+    return false;
+  }
+  for (size_t i = 0; i < acked.size(); ++i)
+    event_log::hop("marked", rows[i].event.order_id, rows[i].event.event_id,
+                   rows[i].event.traceparent,
+                   {{"partition", std::to_string(acked[i].partition)},
+                    {"offset", std::to_string(acked[i].offset)}});
   ctx->metrics->add("relay_published_total", shard_label, acked.size());
   if (failed.empty())
     return true;

@@ -254,6 +254,25 @@ std::vector<option> make_options() {
     "relay.poll-interval-ms",
     [](settings& s) -> int& { return s.relay.poll_interval_ms; }, 10, 3600000,
     "fallback poll when no NOTIFY arrives"));
+  v.push_back(int_opt<int>(
+    "relay.max-lead", [](settings& s) -> int& { return s.relay.max_lead; }, 0,
+    max_int,
+    "records a partition may hold beyond the slowest enabled consumer's "
+    "committed offset before the relays wait (the outbox keeps the rest); "
+    "keeps a broker with small logs from trimming unread records; 0: no limit"));
+  // -- repair --------------------------------------------------------------
+  v.push_back(int_opt<int>(
+    "repair.interval-ms",
+    [](settings& s) -> int& { return s.repair.interval_ms; }, 50, 3600000,
+    "how often the repairer checks that the broker still holds what the "
+    "outbox published, and queues again what a consumer can no longer read"));
+  // -- shutdown ------------------------------------------------------------
+  v.push_back(int_opt<int>(
+    "shutdown.drain-timeout-ms",
+    [](settings& s) -> int& { return s.shutdown.drain_timeout_ms; }, 0,
+    3600000,
+    "on SIGTERM: how long relays may finish their batch and consumers apply "
+    "and commit what they hold before the process stops anyway"));
   // -- consumer ------------------------------------------------------------
   v.push_back(list_opt(
     "consumer.enabled",
@@ -281,15 +300,17 @@ std::vector<option> make_options() {
   v.push_back(int_opt<int>(
     "outbox.retention",
     [](settings& s) -> int& { return s.retention.outbox_s; }, 0, max_int,
-    "seconds a SENT outbox row is kept before the janitor deletes it; 0 "
-    "keeps them forever (unsent rows are never deleted)"));
+    "seconds after its creation a SENT outbox row is deleted; 0 keeps them "
+    "forever (unsent rows are never deleted). Also the repair window: a "
+    "consumer down longer than this cannot be repaired from the outbox"));
   v.push_back(int_opt<int>(
     "processed-events.retention",
     [](settings& s) -> int& { return s.retention.processed_events_s; }, 0,
     max_int,
-    "seconds a processed_events mark is kept; 0 keeps them forever. WARNING: "
-    "must exceed the broker's retention plus the longest replay window, or a "
-    "redelivered or replayed event is applied twice"));
+    "seconds a processed_events mark is kept; 0 keeps them forever. Must be "
+    "0 or at least outbox.retention (a row without its mark would be "
+    "republished and applied twice), and exceed the broker's retention plus "
+    "the longest replay window"));
   v.push_back(int_opt<int>(
     "retention.batch-size",
     [](settings& s) -> int& { return s.retention.batch_size; }, 1, 1000000,
@@ -378,6 +399,20 @@ std::optional<std::string> validate(const settings& s) {
   if (s.consumer.backoff_max_ms < s.consumer.backoff_initial_ms)
     return "invalid value for consumer.backoff-max-ms: must be >= "
            "consumer.backoff-initial-ms";
+  // A repair republishes outbox rows that have no processed_events mark. A
+  // mark deleted while its row still exists would make an applied event
+  // look missing, and it would be applied twice. So marks must outlive rows.
+  auto& r = s.retention;
+  if (r.processed_events_s > 0 &&
+      (r.outbox_s == 0 || r.processed_events_s < r.outbox_s))
+    return "invalid value for processed-events.retention: " +
+           std::to_string(r.processed_events_s) +
+           " s is shorter than outbox.retention (" +
+           (r.outbox_s == 0 ? std::string("0 = forever")
+                            : std::to_string(r.outbox_s) + " s") +
+           "); an outbox row whose mark is gone would be republished and "
+           "applied twice. Keep marks at least as long as rows (or 0 = "
+           "forever)";
   return std::nullopt;
 }
 

@@ -45,7 +45,16 @@ struct settings {
     int shards = 4;
     int batch_size = 500;
     int poll_interval_ms = 1000;
+    int max_lead = 5000; ///< records ahead of the slowest consumer; 0: off
   } relay;
+
+  struct repair_section {
+    int interval_ms = 1000;
+  } repair;
+
+  struct shutdown_section {
+    int drain_timeout_ms = 5000;
+  } shutdown;
 
   struct consumer_section {
     std::vector<std::string> enabled = {"fulfillment", "billing"};

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+
 namespace ef::kafka {
 
 namespace {
@@ -24,9 +26,12 @@ struct tp_list {
 
 class rebalancer : public RdKafka::RebalanceCb {
 public:
-  explicit rebalancer(group_consumer::callbacks cbs) : cbs_(std::move(cbs)) {}
+  rebalancer(group_consumer::callbacks cbs,
+             std::map<std::int32_t, std::int64_t>& started_at)
+      : cbs_(std::move(cbs)), started_at_(started_at) {}
   void rebalance_cb(RdKafka::KafkaConsumer* c, RdKafka::ErrorCode err,
                     std::vector<RdKafka::TopicPartition*>& parts) override {
+    started_at_.clear(); // a new assignment starts from committed offsets
     if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
       c->assign(parts);
       if (cbs_.assigned)
@@ -41,15 +46,19 @@ public:
 
 private:
   group_consumer::callbacks cbs_;
+  std::map<std::int32_t, std::int64_t>& started_at_;
 };
 
 } // namespace
 
 struct group_consumer::impl {
+  std::function<void(std::int32_t, std::int64_t)> position_lost;
   std::unique_ptr<rebalancer> rebalance;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer;
   std::string topic;
   bool closed = false;
+  /// Where restart_at() last started each partition.
+  std::map<std::int32_t, std::int64_t> started_at;
 };
 
 group_consumer::group_consumer(const std::string& brokers,
@@ -58,13 +67,16 @@ group_consumer::group_consumer(const std::string& brokers,
                                int fetch_wait_max_ms, callbacks cbs)
     : impl_(std::make_unique<impl>()) {
   impl_->topic = topic;
-  impl_->rebalance = std::make_unique<rebalancer>(std::move(cbs));
+  impl_->position_lost = cbs.position_lost;
+  impl_->rebalance =
+    std::make_unique<rebalancer>(std::move(cbs), impl_->started_at);
   auto conf = make_conf(
     {{"bootstrap.servers", brokers},
      {"group.id", group},
      {"enable.auto.commit", "false"},
      {"enable.auto.offset.store", "false"},
-     {"auto.offset.reset", "earliest"},
+     // Never skip: a lost position is the application's decision.
+     {"auto.offset.reset", "error"},
      {"enable.partition.eof", "false"},
      {"partition.assignment.strategy", "range"},
      {"log.connection.close", "false"},
@@ -112,6 +124,13 @@ std::optional<partition_record> group_consumer::poll(int timeout_ms) {
   }
   case RdKafka::ERR__TIMED_OUT:
     return std::nullopt;
+  case RdKafka::ERR__AUTO_OFFSET_RESET:
+    if (impl_->position_lost) {
+      impl_->position_lost(m->partition(), m->offset() < 0 ? -1 : m->offset());
+      return std::nullopt;
+    }
+    spdlog::error("consumer {}: {}", impl_->topic, m->errstr());
+    return std::nullopt;
   default:
     spdlog::warn("consumer {}: {}", impl_->topic, m->errstr());
     return std::nullopt;
@@ -155,6 +174,47 @@ void group_consumer::seek(std::int32_t partition, std::int64_t offset) {
                              RdKafka::err2str(rc));
 }
 
+void group_consumer::restart_at(
+  const std::map<std::int32_t, std::int64_t>& offsets) {
+  // A partition stopped by auto.offset.reset=error is out of the fetcher's
+  // reach: only a new assignment starts it again. The group's partitions do
+  // not change (eager protocol: assign() may be called at any time); the
+  // others restart at the application's positions, so nothing is skipped
+  // or fetched twice.
+  tp_list l;
+  auto rc = impl_->consumer->assignment(l.v);
+  if (rc == RdKafka::ERR_NO_ERROR)
+    rc = impl_->consumer->position(l.v);
+  for (auto [p, offset] : offsets)
+    impl_->started_at[p] =
+      offset < 0 ? RdKafka::Topic::OFFSET_BEGINNING : offset;
+  for (auto* tp : l.v) {
+    auto i = impl_->started_at.find(tp->partition());
+    // Not consumed from since its last restart: start there again, not at
+    // the committed offset (which may be the very one that was lost).
+    if (i != impl_->started_at.end() &&
+        (offsets.count(tp->partition()) != 0 || tp->offset() < 0))
+      tp->set_offset(i->second);
+  }
+  if (rc == RdKafka::ERR_NO_ERROR)
+    rc = impl_->consumer->assign(l.v);
+  if (rc != RdKafka::ERR_NO_ERROR)
+    throw std::runtime_error("cannot restart fetching of " + impl_->topic +
+                             ": " + RdKafka::err2str(rc));
+}
+
+group_consumer::watermarks
+group_consumer::query_watermarks(std::int32_t partition, int timeout_ms) {
+  watermarks w;
+  auto rc = impl_->consumer->query_watermark_offsets(
+    impl_->topic, partition, &w.low, &w.high, timeout_ms);
+  if (rc != RdKafka::ERR_NO_ERROR)
+    throw std::runtime_error("cannot read the log start and end of " +
+                             impl_->topic + "/" + std::to_string(partition) +
+                             ": " + RdKafka::err2str(rc));
+  return w;
+}
+
 void group_consumer::pause(std::int32_t partition) {
   tp_list l;
   l.v.push_back(RdKafka::TopicPartition::create(impl_->topic, partition));
@@ -167,11 +227,31 @@ void group_consumer::resume(std::int32_t partition) {
   impl_->consumer->resume(l.v);
 }
 
-void group_consumer::close() {
+void group_consumer::close(int timeout_ms) {
   if (impl_->closed || !impl_->consumer)
     return;
   impl_->closed = true;
-  impl_->consumer->close();
+  // The asynchronous close leaves the group through a queue we serve
+  // ourselves, so the wait has a bound (the blocking close() has none).
+  std::unique_ptr<RdKafka::Queue> q(RdKafka::Queue::create(impl_->consumer.get()));
+  std::unique_ptr<RdKafka::Error> err(impl_->consumer->close(q.get()));
+  if (err) {
+    spdlog::warn("consumer {}: close failed: {}", impl_->topic, err->str());
+    return;
+  }
+  auto deadline =
+    std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!impl_->consumer->closed()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      spdlog::warn("consumer {}: leaving the group took longer than {} ms; "
+                   "closing without it",
+                   impl_->topic, timeout_ms);
+      return;
+    }
+    // Serves the final revoke's callback; anything else queued (a fetch
+    // error) is dropped: we are leaving.
+    std::unique_ptr<RdKafka::Message> m(q->consume(50));
+  }
 }
 
 const std::string& group_consumer::topic() const {

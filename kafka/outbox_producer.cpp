@@ -19,10 +19,14 @@ public:
       return;
     slot->persisted = m.err() == RdKafka::ERR_NO_ERROR &&
                       m.status() == RdKafka::Message::MSG_STATUS_PERSISTED;
-    if (!slot->persisted)
+    if (slot->persisted) {
+      slot->partition = m.partition();
+      slot->offset = m.offset();
+    } else {
       slot->error = m.err() == RdKafka::ERR_NO_ERROR
                       ? "delivery not persisted"
                       : RdKafka::err2str(m.err());
+    }
     ++done;
   }
   size_t done = 0;
@@ -62,6 +66,10 @@ struct outbox_producer::impl {
   void await_reports(size_t expected) {
     while (sink.done < expected)
       producer->poll(50);
+    sink.active = false;
+    std::string reason;
+    if (producer->fatal_error(reason) != RdKafka::ERR_NO_ERROR)
+      throw std::runtime_error("kafka producer failed fatally: " + reason);
   }
 };
 
@@ -119,7 +127,6 @@ outbox_producer::publish(const std::vector<order_event>& events,
     }
   }
   impl_->await_reports(events.size());
-  impl_->sink.active = false;
   return out;
 }
 
@@ -134,7 +141,6 @@ delivery outbox_producer::publish_raw(
     h->add(k, v);
   impl_->produce(key, value, h, &out);
   impl_->await_reports(1);
-  impl_->sink.active = false;
   return out;
 }
 

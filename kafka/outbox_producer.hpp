@@ -2,6 +2,7 @@
 
 #include "messages/events.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,8 +12,10 @@ namespace ef::kafka {
 
 /// What the broker said about one produced record.
 struct delivery {
-  bool persisted = false; ///< acknowledged by all in-sync replicas
-  std::string error;      ///< why not, when !persisted
+  bool persisted = false;     ///< acknowledged by all in-sync replicas
+  std::string error;          ///< why not, when !persisted
+  std::int32_t partition = -1; ///< where it landed, when persisted
+  std::int64_t offset = -1;
 };
 
 /// An idempotent producer (enable.idempotence, acks=all) for order events.
@@ -27,6 +30,8 @@ public:
   /// One delivery per event, same order as `events`. Never returns before
   /// each record is either acknowledged or failed. `after_send` runs once
   /// all records are handed to the client, before any report is awaited.
+  /// Throws if the producer hit a fatal error (e.g. a broker that lost its
+  /// idempotence state): only a new producer can publish again.
   std::vector<delivery> publish(const std::vector<order_event>& events,
                                 const std::function<void()>& after_send = {});
 

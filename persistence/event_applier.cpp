@@ -15,6 +15,21 @@ void prepare(pqxx::connection& c) {
   // rebalance lets two partition actors overlap for a moment.
   c.prepare("lock_order", "SELECT status, customer_id, total_cents "
                           "FROM orders WHERE id = $1 FOR UPDATE");
+  // Earlier events of the order this consumer still needs: neither applied
+  // nor parked. Events not in the outbox (retention) have no predecessors.
+  c.prepare("missing_predecessors",
+            "SELECT o.seq FROM outbox o WHERE o.order_id = $2 AND o.seq < "
+            "(SELECT seq FROM outbox WHERE event_id = $3) AND NOT EXISTS "
+            "(SELECT 1 FROM processed_events p WHERE p.consumer = $1 AND "
+            "p.event_id = o.event_id) AND NOT EXISTS (SELECT 1 FROM "
+            "dlq_events d WHERE d.consumer = $1 AND d.event_id = "
+            "o.event_id::text) ORDER BY o.seq");
+  c.prepare("unmark", "DELETE FROM processed_events WHERE consumer = $1 AND "
+                      "event_id = $2");
+  c.prepare("requeue",
+            "UPDATE outbox SET sent_at = NULL, republish_count = "
+            "republish_count + 1 WHERE (seq = ANY($1::bigint[]) OR event_id "
+            "= $2) AND sent_at IS NOT NULL");
   c.prepare("set_status", "UPDATE orders SET status = $2, "
                           "updated_at = clock_timestamp() WHERE id = $1");
   c.prepare("effect", "INSERT INTO business_effects (consumer, event_id, "
@@ -80,6 +95,8 @@ const char* to_string(apply_outcome x) {
     return "duplicate";
   case apply_outcome::order_missing:
     return "order_missing";
+  case apply_outcome::deferred:
+    return "deferred";
   }
   return "unknown";
 }
@@ -115,6 +132,19 @@ apply_outcome event_applier::apply(const order_event& ev,
     auto r = w.exec_prepared("lock_order", ev.order_id);
     if (r.empty())
       return apply_outcome::order_missing; // rolls back the mark too
+    // With the order locked, its earlier events cannot be applied by an
+    // overlapping worker meanwhile.
+    auto missing = w.exec_prepared("missing_predecessors", consumer_,
+                                   ev.order_id, ev.event_id);
+    if (!missing.empty()) {
+      std::string seqs = "{";
+      for (const auto& row : missing)
+        seqs += (seqs.size() > 1 ? "," : "") + row[0].as<std::string>();
+      w.exec_prepared("unmark", consumer_, ev.event_id);
+      w.exec_prepared("requeue", seqs + "}", ev.event_id);
+      w.commit();
+      return apply_outcome::deferred;
+    }
     order_row o{r[0][0].as<std::string>(), r[0][1].as<std::string>(),
                 r[0][2].as<std::int64_t>()};
     auto e = kind_ == consumer_kind::fulfillment

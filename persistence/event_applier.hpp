@@ -18,6 +18,12 @@ enum class apply_outcome {
   duplicate,
   /// The event's order does not exist (yet): rolled back, no mark saved.
   order_missing,
+  /// An earlier event of the same order (lower outbox seq) is neither applied
+  /// nor parked by this consumer: the broker lost it, or it was republished
+  /// after this one. Nothing is applied; this event and the missing earlier
+  /// ones are queued again in the same transaction, so the relay republishes
+  /// them in seq order and they arrive in per-order order.
+  deferred,
 };
 
 const char* to_string(apply_outcome x);
@@ -41,7 +47,9 @@ enum class consumer_kind { fulfillment, billing };
 
 /// Applies events for one consumer in the idempotent transaction:
 ///   INSERT (consumer, event_id) ON CONFLICT DO NOTHING; only if inserted,
-///   run the consumer's rule and append one business_effects row; commit.
+///   and only if every earlier event of the order was applied (or parked)
+///   by this consumer, run the consumer's rule and append one
+///   business_effects row; commit.
 /// One instance per partition actor (owns one connection). Throws db_error.
 class event_applier {
 public:

@@ -1,13 +1,11 @@
 #include "persistence/migrations.hpp"
 
 #include "persistence/connection.hpp"
+#include "persistence/lock_classes.hpp"
 
 namespace ef::persistence {
 
 namespace {
-
-// Advisory lock key (two int4 halves) that serializes concurrent migrators.
-constexpr int migration_lock_class = 1700;
 
 const char* v1_core = R"sql(
 CREATE TABLE orders (
@@ -137,6 +135,84 @@ CREATE INDEX outbox_sent_at ON outbox (sent_at) WHERE sent_at IS NOT NULL;
 CREATE INDEX processed_events_at ON processed_events (processed_at);
 )sql";
 
+const char* v4_no_loss = R"sql(
+-- Where each row's latest copy landed on the broker, and under which broker
+-- epoch. An epoch is one lifetime of the topic's logs: a broker that lost its
+-- data (a new in-process broker, a recreated topic) starts a new one, and a
+-- position recorded under an older epoch says nothing about today's logs.
+CREATE TABLE broker_epochs (
+  epoch      int PRIMARY KEY,
+  started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  reason     text NOT NULL,
+  -- Set once every row published under an OLDER epoch that a consumer had
+  -- not applied was queued for republishing.
+  swept_at   timestamptz
+);
+INSERT INTO broker_epochs (epoch, reason, swept_at)
+  VALUES (1, 'first epoch', clock_timestamp());
+
+ALTER TABLE outbox
+  ADD COLUMN epoch           int,
+  ADD COLUMN kafka_partition int,
+  ADD COLUMN kafka_offset    bigint,
+  ADD COLUMN republish_count int NOT NULL DEFAULT 0;
+-- A row queued again (unsent once more) wakes its shard's relay like a new one.
+CREATE TRIGGER outbox_notify_requeued AFTER UPDATE OF sent_at ON outbox
+  FOR EACH ROW WHEN (OLD.sent_at IS NOT NULL AND NEW.sent_at IS NULL)
+  EXECUTE FUNCTION outbox_notify();
+-- Repairs look rows up by position; identity checks take the newest one.
+CREATE INDEX outbox_position ON outbox (epoch, kafka_partition, kafka_offset);
+-- Retention deletes by creation time, so that a republished row (sent again,
+-- later) never outlives the processed_events marks of its first delivery.
+CREATE INDEX outbox_created_sent ON outbox (created_at)
+  WHERE sent_at IS NOT NULL;
+
+-- The last broker record verified to hold what the outbox says it holds,
+-- per partition: the next identity check verifies it again.
+CREATE TABLE broker_witness (
+  kafka_partition int PRIMARY KEY,
+  epoch           int NOT NULL,
+  kafka_offset    bigint NOT NULL,
+  event_id        uuid NOT NULL,
+  verified_at     timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- A consumer found its position gone from the broker (offset out of range):
+-- the offsets it could not read, and what was queued again because of it.
+CREATE TABLE consumer_gaps (
+  id              bigserial PRIMARY KEY,
+  consumer        text NOT NULL,
+  kafka_partition int NOT NULL,
+  epoch           int NOT NULL,
+  from_offset     bigint NOT NULL,
+  to_offset       bigint NOT NULL,
+  log_end         bigint NOT NULL,
+  at_risk         int NOT NULL,
+  detected_at     timestamptz NOT NULL DEFAULT clock_timestamp(),
+  last_swept_at   timestamptz NOT NULL DEFAULT clock_timestamp(),
+  republished     int NOT NULL DEFAULT 0
+);
+
+-- Every republish decision, automatic or by an operator, with its scope.
+CREATE TABLE republish_log (
+  id        bigserial PRIMARY KEY,
+  at        timestamptz NOT NULL DEFAULT clock_timestamp(),
+  actor     text NOT NULL,
+  reason    text NOT NULL,
+  consumer  text,
+  scope     text NOT NULL,
+  events    int NOT NULL,
+  dry_run   boolean NOT NULL DEFAULT false
+);
+
+-- Settings that every process sharing this database must agree on.
+CREATE TABLE fixed_settings (
+  key   text PRIMARY KEY,
+  value text NOT NULL,
+  set_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+)sql";
+
 } // namespace
 
 const std::vector<migration>& migrations() {
@@ -145,6 +221,7 @@ const std::vector<migration>& migrations() {
      v1_core},
     {2, "dlq: dlq_events, dlq_actions", v2_dlq},
     {3, "retention indexes", v3_retention},
+    {4, "no loss: broker epochs, positions, gaps, republish log", v4_no_loss},
   };
   return all;
 }

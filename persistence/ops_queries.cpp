@@ -1,6 +1,7 @@
 #include "persistence/ops_queries.hpp"
 
 #include "persistence/connection.hpp"
+#include "persistence/lock_classes.hpp"
 
 namespace ef::persistence {
 
@@ -22,11 +23,12 @@ ops_rows read_ops_rows(const std::string& dsn) {
               "min(parked_at)), 0)::float8 FROM dlq_events WHERE status = "
               "'parked'")[0]
         .as<double>();
-    // Relay shard locks are advisory locks (1701, shard), see outbox_store.
-    for (const auto& r : t.exec(
+    // Relay shard locks are advisory locks (relay_lock_class, shard).
+    for (const auto& r : t.exec_params(
            "SELECT l.objid::int, a.pid || '@' || coalesce(host(a.client_addr), "
            "'local') FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-           "WHERE l.locktype = 'advisory' AND l.classid = 1701 AND l.granted"))
+           "WHERE l.locktype = 'advisory' AND l.classid = $1 AND l.granted",
+           relay_lock_class))
       out.shard_owners[r[0].as<int>()] = r[1].as<std::string>();
   } catch (...) {
     rethrow_as_db_error();
@@ -38,11 +40,14 @@ long delete_sent_outbox(const std::string& dsn, int age_s, int limit) {
   try {
     auto conn = open_connection(dsn);
     pqxx::work w(*conn);
-    // SKIP LOCKED: never wait on (or block) a relay marking rows right now.
+    // By creation time, not send time: a republished row must not outlive
+    // the processed_events marks of its first delivery (see config
+    // validation). SKIP LOCKED: never wait on (or block) a relay marking
+    // rows right now.
     auto r = w.exec_params(
       "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at "
-      "IS NOT NULL AND sent_at < clock_timestamp() - make_interval(secs => "
-      "$1) ORDER BY sent_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
+      "IS NOT NULL AND created_at < clock_timestamp() - make_interval(secs => "
+      "$1) ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
       age_s, limit);
     w.commit();
     return static_cast<long>(r.affected_rows());

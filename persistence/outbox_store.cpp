@@ -1,15 +1,13 @@
 #include "persistence/outbox_store.hpp"
 
 #include "persistence/connection.hpp"
+#include "persistence/lock_classes.hpp"
 
 #include <sstream>
 
 namespace ef::persistence {
 
 namespace {
-
-// Advisory lock class for relay shards: (1701, shard).
-constexpr int relay_lock_class = 1701;
 
 std::string channel_of(int shard) {
   // Lowercase on purpose: LISTEN folds unquoted names, pqxx quotes them.
@@ -54,10 +52,22 @@ outbox_store::outbox_store(std::string dsn, int shard)
                      'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
       FROM outbox WHERE shard = $1 AND sent_at IS NULL
       ORDER BY seq LIMIT $2)sql");
+    c.prepare("current_epoch", "SELECT max(epoch) FROM broker_epochs");
+    // Shared with every other marker, exclusive for an epoch change (see
+    // repair_store::begin_epoch): a mark either commits before the new
+    // epoch exists, or sees it and refuses.
+    c.prepare("epoch_guard", "SELECT pg_advisory_xact_lock_shared($1, 0), "
+                             "(SELECT max(epoch) FROM broker_epochs)");
+    c.prepare("owns_shard",
+              "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND "
+              "classid = $1 AND objid = $2 AND objsubid = 2 AND granted AND "
+              "pid = pg_backend_pid()");
     c.prepare("mark_sent",
-              "UPDATE outbox SET sent_at = clock_timestamp(), "
-              "publish_attempts = publish_attempts + 1, last_error = NULL "
-              "WHERE seq = ANY($1::bigint[]) AND sent_at IS NULL");
+              "UPDATE outbox o SET sent_at = clock_timestamp(), "
+              "publish_attempts = publish_attempts + 1, last_error = NULL, "
+              "epoch = $1, kafka_partition = x.p, kafka_offset = x.o "
+              "FROM unnest($2::bigint[], $3::int[], $4::bigint[]) "
+              "AS x(seq, p, o) WHERE o.seq = x.seq AND o.sent_at IS NULL");
     c.prepare("record_failure",
               "UPDATE outbox SET publish_attempts = publish_attempts + 1, "
               "last_error = $2 WHERE seq = ANY($1::bigint[])");
@@ -122,16 +132,45 @@ std::vector<outbox_row> outbox_store::unsent(int limit) {
   return rows;
 }
 
-void outbox_store::mark_sent(const std::vector<std::int64_t>& seqs) {
-  if (seqs.empty())
-    return;
+int outbox_store::current_epoch() {
   try {
-    pqxx::work w(*impl_->conn);
-    w.exec_prepared("mark_sent", pg_array(seqs));
-    w.commit();
+    pqxx::nontransaction t(*impl_->conn);
+    return t.exec_prepared1("current_epoch")[0].as<int>();
   } catch (...) {
     rethrow_as_db_error();
   }
+}
+
+mark_result outbox_store::mark_sent(int epoch,
+                                    const std::vector<sent_position>& acked) {
+  if (acked.empty())
+    return mark_result::marked;
+  std::vector<std::int64_t> seqs, offsets, partitions;
+  for (auto& a : acked) {
+    seqs.push_back(a.seq);
+    partitions.push_back(a.partition);
+    offsets.push_back(a.offset);
+  }
+  bool owner = true;
+  try {
+    pqxx::work w(*impl_->conn);
+    auto guard = w.exec_prepared1("epoch_guard", epoch_lock_class);
+    if (guard[1].as<int>() != epoch)
+      return mark_result::epoch_changed; // rolls back
+    owner = !w.exec_prepared("owns_shard", relay_lock_class, shard_).empty();
+    if (owner) {
+      w.exec_prepared("mark_sent", epoch, pg_array(seqs), pg_array(partitions),
+                      pg_array(offsets));
+      w.commit();
+    }
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+  if (!owner)
+    throw std::runtime_error("relay " + std::to_string(shard_) +
+                             ": no longer holds the shard lock; the rows of "
+                             "this batch stay unsent for the shard's owner");
+  return mark_result::marked;
 }
 
 void outbox_store::record_failure(const std::vector<std::int64_t>& seqs,

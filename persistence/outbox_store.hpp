@@ -15,6 +15,21 @@ struct outbox_row {
   order_event event;
 };
 
+/// Where the broker put one acknowledged row.
+struct sent_position {
+  std::int64_t seq = 0;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+
+/// What mark_sent() did.
+enum class mark_result {
+  marked,
+  /// The broker epoch moved on while the batch was in flight: nothing was
+  /// marked, the rows stay unsent and are published again.
+  epoch_changed,
+};
+
 /// The relay's view of one outbox shard. Owns one connection, which holds the
 /// shard's session-level advisory lock and LISTENs on the shard's channel, so
 /// ownership and wake-ups die together with the session. Throws db_error.
@@ -33,8 +48,15 @@ public:
   /// The oldest unsent rows of the shard, in seq order.
   std::vector<outbox_row> unsent(int limit);
 
-  /// Marks exactly these rows sent (idempotent for rows already marked).
-  void mark_sent(const std::vector<std::int64_t>& seqs);
+  /// The current broker epoch; read before a batch is published, so the
+  /// batch's positions are recorded under the epoch they were made in.
+  int current_epoch();
+
+  /// Marks exactly these rows sent at their positions under `epoch`
+  /// (idempotent for rows already marked). Refuses if `epoch` is no longer
+  /// current. Throws if this session no longer holds the shard's lock: a
+  /// relay that lost its shard must never mark what another relay owns.
+  mark_result mark_sent(int epoch, const std::vector<sent_position>& acked);
 
   /// Counts a failed publish attempt on these rows and keeps the reason.
   void record_failure(const std::vector<std::int64_t>& seqs,

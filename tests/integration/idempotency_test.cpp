@@ -166,6 +166,17 @@ TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
     cancelled.event_id, order_cancelled_type, created.order_id, "", "{}", ""};
   persistence::event_applier billing(db.dsn(), "billing");
   persistence::event_applier fulfillment(db.dsn(), "fulfillment");
+  // The create sits in the DLQ of both consumers (parked, then replayed):
+  // the only way a cancel gets ahead of its create.
+  for (auto consumer : {"billing", "fulfillment"})
+    db.exec("INSERT INTO dlq_events (consumer, event_id, order_key, value, "
+            "error_class, error_message, fingerprint, attempts, source_topic, "
+            "source_partition, source_offset, first_failure_at, "
+            "last_failure_at, status) VALUES ('" +
+            std::string(consumer) + "', '" + created.event_id + "', '" +
+            created.order_id +
+            "', '', 'db_permanent', 'x', 'x', 1, 'orders', 0, 0, now(), "
+            "now(), 'replayed')");
   CHECK(billing.apply(cancel_ev) == persistence::apply_outcome::applied);
   CHECK(billing.apply(create_ev) == persistence::apply_outcome::applied);
   CHECK(fulfillment.apply(cancel_ev) == persistence::apply_outcome::applied);
@@ -179,6 +190,44 @@ TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
   CHECK(db.scalar<int>("SELECT count(*) FROM accounts WHERE balance_cents "
                        "<> 0") == 0);
   CHECK(db.scalar<std::string>("SELECT status FROM orders") == "cancelled");
+}
+
+TEST_CASE("cancel_whose_create_this_consumer_never_applied_is_deferred_and_"
+          "both_are_queued_again_in_order") {
+  // The broker lost the create (a trim, a new broker) but still delivers the
+  // cancel: applying the cancel first would break per-order order (I4).
+  test::database db;
+  persistence::migrate(db.dsn());
+  persistence::order_store orders(db.dsn(), 4);
+  auto created = orders.create({"lost-c", {{"sku", 1, 900}}, "", "", ""});
+  auto cancelled = orders.cancel(created.order_id, "");
+  db.exec("UPDATE outbox SET sent_at = now(), epoch = 1, kafka_partition = 0, "
+          "kafka_offset = seq");
+  order_event create_ev{
+    created.event_id, order_created_type, created.order_id, "", "{}", ""};
+  order_event cancel_ev{
+    cancelled.event_id, order_cancelled_type, created.order_id, "", "{}", ""};
+  persistence::event_applier billing(db.dsn(), "billing");
+  persistence::event_applier fulfillment(db.dsn(), "fulfillment");
+  // Fulfillment had applied the create; billing had not.
+  REQUIRE(fulfillment.apply(create_ev) == persistence::apply_outcome::applied);
+  CHECK(billing.apply(cancel_ev) == persistence::apply_outcome::deferred);
+  CHECK(db.scalar<int>("SELECT count(*) FROM processed_events WHERE consumer "
+                       "= 'billing'") == 0);
+  CHECK(db.scalar<int>("SELECT count(*) FROM business_effects WHERE consumer "
+                       "= 'billing'") == 0);
+  CHECK(db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS NULL "
+                       "AND republish_count = 1") == 2);
+  // Fulfillment has nothing missing before the cancel: it applies it.
+  CHECK(fulfillment.apply(cancel_ev) == persistence::apply_outcome::applied);
+  // Republished in seq order, billing applies both, in order.
+  CHECK(billing.apply(create_ev) == persistence::apply_outcome::applied);
+  CHECK(billing.apply(cancel_ev) == persistence::apply_outcome::applied);
+  CHECK(db.scalar<std::string>(
+          "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
+          "WHERE consumer = 'billing'") == "debit,refund");
+  CHECK(db.scalar<std::int64_t>("SELECT balance_cents FROM accounts WHERE "
+                                "customer_id = 'lost-c'") == 0);
 }
 
 TEST_CASE("undecodable_kafka_records_write_nothing_and_do_not_stall_the_"

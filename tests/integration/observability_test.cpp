@@ -201,17 +201,19 @@ TEST_CASE("retention_deletes_only_sent_rows_past_the_retention_in_batches_"
   place(20, "early");
   REQUIRE(test::wait_until(
     [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
-  // Twelve sent rows age past the retention; one old row was never sent
-  // (its shard has no relay) and must survive.
-  db.exec("UPDATE outbox SET sent_at = now() - interval '2 hours' WHERE seq "
-          "IN (SELECT seq FROM outbox ORDER BY seq LIMIT 12)");
+  // Twelve sent rows age past the retention (counted from creation); one
+  // old row was never sent (its shard has no relay) and must survive.
+  db.exec("UPDATE outbox SET created_at = now() - interval '2 hours', sent_at "
+          "= now() - interval '2 hours' WHERE seq IN (SELECT seq FROM outbox "
+          "ORDER BY seq LIMIT 12)");
   db.exec("INSERT INTO outbox (event_id, order_id, shard, event_type, "
           "payload, created_at) VALUES (gen_random_uuid(), gen_random_uuid(), "
           "999, 'OrderCreated', '{}', now() - interval '3 hours')");
   std::thread more([&] { place(20, "late"); });
   REQUIRE(test::wait_until([&] {
-    return db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at < now() "
-                          "- interval '1 hour'") == 0;
+    return db.scalar<int>("SELECT count(*) FROM outbox WHERE created_at < "
+                          "now() - interval '1 hour' AND sent_at IS NOT "
+                          "NULL") == 0;
   }));
   more.join();
   CHECK(test::counters(

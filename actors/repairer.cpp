@@ -1,0 +1,113 @@
+#include "actors/repairer.hpp"
+
+#include "actors/crash_log.hpp"
+#include "messages/atoms.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ef {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A consumer gap is swept again for this long: a row acknowledged before a
+/// trim can be marked after the gap was recorded.
+constexpr int gap_resweep_window_s = 60;
+/// Rows per transaction when queuing an old epoch's rows again.
+constexpr int sweep_batch = 5000;
+
+} // namespace
+
+std::optional<std::string>
+repairer_state::check(const persistence::broker_witness& w) {
+  auto p = std::to_string(w.partition);
+  auto marks = probe->query_watermarks(w.partition);
+  if (w.offset >= marks.high)
+    return "partition " + p + " ends at offset " + std::to_string(marks.high) +
+           ", but the outbox recorded event " + w.event_id + " at offset " +
+           std::to_string(w.offset);
+  if (w.offset < marks.low)
+    return std::nullopt; // trimmed: nothing left to compare
+  auto found = probe->event_id_at(w.partition, w.offset);
+  if (found && *found != w.event_id)
+    return "partition " + p + " offset " + std::to_string(w.offset) +
+           " holds event " + (found->empty() ? "<none>" : *found) +
+           ", but the outbox recorded event " + w.event_id + " there";
+  return std::nullopt;
+}
+
+std::optional<std::string> repairer_state::lost_log() {
+  for (int p = 0; p < ctx->cfg.kafka.partitions; ++p) {
+    // Verify the record verified last time, then move on to the newest: a
+    // log replaced between two rounds cannot hold the old witness.
+    auto last = store->witness_of(p);
+    if (!last)
+      continue;
+    if (auto why = check(*last))
+      return why;
+    auto newest = store->newest_position(p);
+    if (!newest || newest->offset == last->offset)
+      continue;
+    if (auto why = check(*newest))
+      return why;
+    store->save_witness(*newest);
+  }
+  return std::nullopt;
+}
+
+std::chrono::milliseconds repairer_state::round() {
+  auto interval = std::chrono::milliseconds(ctx->cfg.repair.interval_ms);
+  if (!store)
+    store = std::make_unique<persistence::repair_store>(ctx->dsn);
+  if (!probe)
+    probe = std::make_unique<kafka::broker_probe>(ctx->brokers,
+                                                  ctx->cfg.kafka.topic);
+  bool was_active = active;
+  active = store->hold_repairer_lease();
+  if (active != was_active)
+    spdlog::info("repairer: {}", active ? "active for this database"
+                                        : "standing by (another is active)");
+  if (!active)
+    return interval;
+  auto& m = *ctx->metrics;
+  if (auto why = lost_log()) {
+    auto epoch = store->begin_epoch(*why);
+    m.add("broker_epochs_total", {});
+    spdlog::warn("repairer: the broker lost records the outbox published "
+                 "({}); broker epoch {} begins, everything a consumer has "
+                 "not applied is published again",
+                 *why, epoch);
+  }
+  if (auto n = store->sweep_old_epochs(ctx->cfg.consumer.enabled,
+                                       sweep_batch)) {
+    m.add("repair_republished_total", {{"reason", "broker_epoch"}},
+          static_cast<std::uint64_t>(n));
+    spdlog::warn("repairer: {} event(s) published under an earlier broker "
+                 "epoch and not applied by every consumer are queued again",
+                 n);
+  }
+  if (auto n = store->resweep_recent_gaps(gap_resweep_window_s)) {
+    m.add("repair_republished_total", {{"reason", "consumer_gap"}},
+          static_cast<std::uint64_t>(n));
+    spdlog::warn("repairer: {} event(s) marked sent after their consumer gap "
+                 "was recorded are queued again",
+                 n);
+  }
+  m.set("broker_epoch", {}, store->current_epoch());
+  return interval;
+}
+
+caf::behavior repairer(caf::stateful_actor<repairer_state>* self,
+                       context_ptr ctx) {
+  log_crashes(self, "repairer");
+  self->state.ctx = std::move(ctx);
+  self->send(self, poll_atom::value);
+  return {
+    [=](poll_atom) {
+      self->delayed_send(self, self->state.round(), poll_atom::value);
+    },
+  };
+}
+
+} // namespace ef

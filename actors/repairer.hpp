@@ -1,0 +1,49 @@
+#pragma once
+
+#include "actors/context.hpp"
+#include "kafka/broker_probe.hpp"
+#include "persistence/repair_store.hpp"
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace ef {
+
+/// Keeps the broker honest against the outbox, the source of truth.
+///
+/// Each round it (1) verifies, per partition, that the broker still holds a
+/// record the outbox says it wrote there (the witness); if not, the topic's
+/// logs were lost (a new in-process broker, a recreated topic) and it begins
+/// a new broker epoch; (2) queues again every row published under an older
+/// epoch that some enabled consumer has not applied nor parked; (3) sweeps
+/// recent consumer gaps once more for rows whose mark came late.
+/// Consumers record their own gaps (group_member); the relay republishes
+/// whatever is queued, in seq order, with the original IDs and keys.
+///
+/// One repairer is active per database (a session advisory lock); the others
+/// stand by. Blocking (libpq, librdkafka), so detached; supervised under
+/// "maintenance".
+struct repairer_state {
+  context_ptr ctx;
+  std::unique_ptr<persistence::repair_store> store;
+  std::unique_ptr<kafka::broker_probe> probe;
+  bool active = false;
+
+  /// One round; returns the delay before the next.
+  std::chrono::milliseconds round();
+  /// Why the broker no longer holds what the outbox says, or nullopt.
+  std::optional<std::string> lost_log();
+  /// Whether `w` is where the outbox says: nullopt if so (or unverifiable:
+  /// trimmed), else the reason.
+  std::optional<std::string> check(const persistence::broker_witness& w);
+
+  static inline const char* name = "repairer";
+};
+
+caf::behavior repairer(caf::stateful_actor<repairer_state>* self,
+                       context_ptr ctx);
+
+} // namespace ef
