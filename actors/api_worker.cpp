@@ -1,5 +1,6 @@
 #include "actors/api_worker.hpp"
 #include "actors/crash_log.hpp"
+#include "messages/atoms.hpp"
 
 #include "actors/event_log.hpp"
 #include "messages/api_error.hpp"
@@ -143,6 +144,8 @@ caf::behavior api_worker(caf::stateful_actor<api_worker_state>* self,
     [=](create_order& cmd) { return self->state.create(cmd); },
     [=](cancel_order& cmd) { return self->state.cancel(cmd); },
     [=](get_order& cmd) { return self->state.view(cmd); },
+    // Commands are answered one at a time: nothing is held between them.
+    [=](drain_atom) { return true; },
   };
 }
 

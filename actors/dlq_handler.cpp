@@ -64,7 +64,10 @@ std::string to_json(const persistence::dlq_entry& e) {
 }
 
 void dlq_handler_state::poll_once() {
-  if (!lost.empty()) {
+  // Errors of one join arrive one per poll: gather them for a moment, then
+  // restart them together.
+  if (!lost.empty() && std::chrono::steady_clock::now() - lost_since >
+                         std::chrono::milliseconds(100)) {
     // The DLQ topic is a copy: each entry was stored in dlq_events by its
     // consumer before that consumer's offset moved. Losing DLQ records loses
     // nothing, so reread what is left; storing an entry twice is a no-op.
@@ -140,6 +143,8 @@ caf::behavior dlq_handler(caf::stateful_actor<dlq_handler_state>* self,
   kafka::group_consumer::callbacks cbs;
   auto* state = &st;
   cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
+    if (state->lost.empty())
+      state->lost_since = std::chrono::steady_clock::now();
     state->lost[p] = offset;
   };
   st.consumer = std::make_unique<kafka::group_consumer>(
@@ -153,6 +158,8 @@ caf::behavior dlq_handler(caf::stateful_actor<dlq_handler_state>* self,
       self->state.poll_once();
       self->send(self, poll_atom::value);
     },
+    // Each DLQ record is stored before its offset commit: nothing is held.
+    [=](drain_atom) { return true; },
     [=](dlq_command& cmd) -> caf::result<dlq_reply> {
       try {
         return self->state.execute(cmd);

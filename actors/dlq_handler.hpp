@@ -23,6 +23,7 @@ struct dlq_handler_state {
   std::unique_ptr<kafka::group_consumer> consumer;
   /// DLQ partitions whose position the broker no longer holds.
   std::map<std::int32_t, std::int64_t> lost;
+  std::chrono::steady_clock::time_point lost_since{};
 
   void poll_once();
   caf::result<dlq_reply> execute(const dlq_command& cmd);

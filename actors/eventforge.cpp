@@ -75,6 +75,15 @@ std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
   return out;
 }
 
+bool drain(caf::actor_system& sys, const caf::actor& root,
+           std::chrono::milliseconds timeout) {
+  bool drained = false;
+  caf::scoped_actor self{sys};
+  self->request(root, timeout, drain_atom::value)
+    .receive([&](bool ok) { drained = ok; }, [&](caf::error&) {});
+  return drained;
+}
+
 caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                  const endpoints& ep, std::shared_ptr<telemetry> metrics) {
   if (!metrics)
@@ -104,19 +113,19 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                                  },
                                  "dlq"}},
                                ctx, "dlq"));
-  top.push_back(sub_supervisor(
-    "maintenance",
-    {{"janitor", "janitor",
-      [=](caf::event_based_actor* self) {
-        return self->spawn<blocking_child>(janitor, ctx);
-      },
-      ""},
-     {"repairer", "repairer",
-      [=](caf::event_based_actor* self) {
-        return self->spawn<blocking_child>(repairer, ctx);
-      },
-      ""}},
-    ctx));
+  top.push_back(
+    sub_supervisor("maintenance",
+                   {{"janitor", "janitor",
+                     [=](caf::event_based_actor* self) {
+                       return self->spawn<blocking_child>(janitor, ctx);
+                     },
+                     ""},
+                    {"repairer", "repairer",
+                     [=](caf::event_based_actor* self) {
+                       return self->spawn<blocking_child>(repairer, ctx);
+                     },
+                     ""}},
+                   ctx));
   for (auto& name : cfg.consumer.enabled)
     top.push_back(sub_supervisor("consumer-" + name, consumer(ctx, name), ctx));
   return sys.spawn(supervisor, std::string{"root"}, std::move(top),

@@ -3,6 +3,7 @@
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -33,6 +34,15 @@ struct endpoints {
 /// empty if the root does not answer within 10 s.
 std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
                                               const caf::actor& root);
+
+/// Graceful stop of a running tree: every relay finishes its batch and
+/// stops; every group member stops fetching, waits until its partition
+/// actors applied what they hold, and commits their offsets. Returns true
+/// once all did, false if `timeout` passed first. The tree keeps running
+/// (idle): stop it with an exit message afterwards. Whatever a drain does
+/// not finish is redelivered after a restart; nothing is lost either way.
+bool drain(caf::actor_system& sys, const caf::actor& root,
+           std::chrono::milliseconds timeout);
 
 caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                  const endpoints& ep,

@@ -44,6 +44,7 @@ void group_member_state::start_worker(std::int32_t p) {
   slot = owned_partition{};
   slot.worker = self->spawn<caf::detached + caf::linked>(
     partition_worker, ctx, consumer_name, p, caf::actor{self});
+  slot.paused = drain_reply.has_value(); // a drain keeps everything paused
 }
 
 void group_member_state::restart_worker(std::int32_t p) {
@@ -187,6 +188,10 @@ void group_member_state::on_done(const record_done& d) {
   slot.done_up_to = std::max(slot.done_up_to, d.offset + 1);
   if (spdlog::should_log(spdlog::level::debug))
     slot.awaiting_commit.push_back(d);
+  if (drain_reply) {
+    finish_drain();
+    return;
+  }
   if (slot.paused && slot.in_flight <= ctx->cfg.consumer.max_in_flight / 2) {
     consumer->resume(d.partition);
     slot.paused = false;
@@ -226,6 +231,28 @@ void group_member_state::commit_done(const std::vector<std::int32_t>* only) {
   }
 }
 
+caf::typed_response_promise<bool> group_member_state::drain() {
+  for (auto& [p, slot] : owned) {
+    consumer->pause(p);
+    slot.paused = true;
+  }
+  drain_reply = self->make_response_promise<bool>();
+  auto rp = *drain_reply;
+  finish_drain();
+  return rp;
+}
+
+void group_member_state::finish_drain() {
+  for (auto& [p, slot] : owned)
+    if (slot.in_flight > 0)
+      return;
+  commit_done();
+  spdlog::info("{}: drained: every fetched record is applied and committed",
+               consumer_name);
+  drain_reply->deliver(true);
+  drain_reply.reset();
+}
+
 bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
   for (auto& [p, slot] : owned) {
     if (slot.worker.address() != em.source)
@@ -246,7 +273,12 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
     start_worker(p);
     owned[p].committed = committed;
     consumer->seek(p, committed);
-    consumer->resume(p);
+    if (drain_reply) {
+      consumer->pause(p);
+      finish_drain();
+    } else {
+      consumer->resume(p);
+    }
     return true;
   }
   return false;
@@ -268,7 +300,10 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
   cbs.revoked = [state](const auto& ps) { state->on_revoked(ps); };
   cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
     state->lost[p] = offset;
-    state->next_check = {}; // settle it on the next poll
+    // Settle it soon, together with the other partitions a join or an
+    // outage reports in the same moment (one restart for all of them).
+    state->next_check =
+      std::min(state->next_check, std::chrono::steady_clock::now() + 100ms);
   };
   st.repairs = std::make_unique<persistence::repair_store>(ctx->dsn);
   st.consumer = std::make_unique<kafka::group_consumer>(
@@ -285,6 +320,7 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
       self->send(self, poll_atom::value);
     },
     [=](record_done& d) { self->state.on_done(d); },
+    [=](drain_atom) -> caf::result<bool> { return self->state.drain(); },
     [=](children_atom) {
       std::map<std::string, caf::actor> live;
       for (auto& [p, slot] : self->state.owned)

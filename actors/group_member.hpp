@@ -55,6 +55,9 @@ struct group_member_state {
   std::optional<restart_policy> restarts;
   std::chrono::steady_clock::time_point last_commit{};
   bool closing = false;
+  /// Graceful stop: partitions stay paused; answered once nothing is in
+  /// flight and the offsets are committed.
+  std::optional<caf::typed_response_promise<bool>> drain_reply;
 
   ~group_member_state();
 
@@ -75,6 +78,10 @@ struct group_member_state {
   void on_done(const record_done& d);
   /// Commits every partition whose applied position moved (or just these).
   void commit_done(const std::vector<std::int32_t>* only = nullptr);
+  /// Stops fetching; the reply waits for the workers to finish.
+  caf::typed_response_promise<bool> drain();
+  /// Answers a pending drain once every partition is done and committed.
+  void finish_drain();
   /// Handles the exit of a linked partition actor; false if not ours.
   bool on_worker_exit(const caf::exit_msg& em);
 

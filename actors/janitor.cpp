@@ -35,7 +35,14 @@ caf::behavior janitor(caf::stateful_actor<janitor_state>* self,
   self->state.ctx = std::move(ctx);
   self->send(self, poll_atom::value);
   return {
+    // Between rounds nothing is held; a stopped loop starts no new round.
+    [=](drain_atom) {
+      self->state.draining = true;
+      return true;
+    },
     [=](poll_atom) {
+      if (self->state.draining)
+        return;
       auto& cfg = self->state.ctx->cfg.retention;
       // A short breather between full batches lets other writers in; a
       // long one once the backlog is gone.

@@ -12,6 +12,7 @@ namespace ef {
 /// touched. Blocking (libpq), so detached; supervised under "maintenance".
 struct janitor_state {
   context_ptr ctx;
+  bool draining = false;
   /// One batch; returns true if a full batch went (more may be waiting).
   bool sweep();
   static inline const char* name = "janitor";

@@ -20,8 +20,55 @@ constexpr auto listen_slice = 200ms;
 constexpr auto publish_backoff = 500ms;
 /// How often a non-owner checks whether the shard became free.
 constexpr auto ownership_retry = 1000ms;
+/// How often the lead over the consumers is measured.
+constexpr auto lead_check_interval = 250ms;
 
 } // namespace
+
+bool relay_shard_state::too_far_ahead() {
+  auto limit = ctx->cfg.relay.max_lead_bytes;
+  if (limit <= 0 || record_bytes <= 0)
+    return false;
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_lead_check)
+    return !lead_block.empty();
+  next_lead_check = now + lead_check_interval;
+  if (!probe)
+    probe =
+      std::make_unique<kafka::broker_probe>(ctx->brokers, ctx->cfg.kafka.topic);
+  auto parts = ctx->cfg.kafka.partitions;
+  std::vector<kafka::broker_probe::watermarks> marks;
+  for (int p = 0; p < parts; ++p)
+    marks.push_back(probe->query_watermarks(p));
+  std::string why;
+  for (auto& c : ctx->cfg.consumer.enabled) {
+    auto committed = probe->committed("eventforge." + c, parts);
+    for (int p = 0; p < parts && why.empty(); ++p) {
+      // A group without a commit reads from the log start.
+      auto read = std::max(committed[p], marks[p].low);
+      auto ahead = marks[p].high - read;
+      if (static_cast<double>(ahead) * record_bytes >=
+          static_cast<double>(limit))
+        why =
+          "partition " + std::to_string(p) + " holds " + std::to_string(ahead) +
+          " records (~" +
+          std::to_string(static_cast<long long>(ahead * record_bytes) >> 10) +
+          " KiB) beyond " + c + "'s committed offset " + std::to_string(read);
+    }
+  }
+  if (why.empty() != lead_block.empty()) {
+    if (why.empty())
+      spdlog::info("relay {}: consumers caught up; publishing again", shard);
+    else
+      spdlog::info("relay {}: {} (relay.max-lead-bytes={}); waiting, the "
+                   "outbox keeps the rest",
+                   shard, why, limit);
+  }
+  lead_block = why;
+  ctx->metrics->set("relay_waiting_for_consumers",
+                    {{"shard", std::to_string(shard)}}, why.empty() ? 0 : 1);
+  return !why.empty();
+}
 
 std::chrono::milliseconds relay_shard_state::round() {
   // Everything is rebuilt from durable state (the unsent rows of the shard),
@@ -51,6 +98,10 @@ std::chrono::milliseconds relay_shard_state::round() {
   auto rows = store->unsent(batch_size);
   if (rows.empty())
     return 0ms;
+  if (too_far_ahead()) {
+    notified = true; // the rows stay unsent (nothing is lost); read again
+    return lead_check_interval;
+  }
   // A full batch means more may be waiting: query again right away.
   if (static_cast<int>(rows.size()) == batch_size)
     notified = true;
@@ -65,8 +116,16 @@ bool relay_shard_state::publish(
   const std::vector<persistence::outbox_row>& rows) {
   std::vector<order_event> events;
   events.reserve(rows.size());
-  for (auto& r : rows)
+  double bytes = 0;
+  for (auto& r : rows) {
     events.push_back(r.event);
+    // Value (the event as JSON), key and headers, roughly as on the wire.
+    bytes += static_cast<double>(
+      2 * r.event.event_id.size() + 2 * r.event.order_id.size() +
+      r.event.payload.size() + r.event.traceparent.size() + 150);
+  }
+  auto avg = bytes / static_cast<double>(rows.size());
+  record_bytes = record_bytes == 0 ? avg : 0.8 * record_bytes + 0.2 * avg;
   // One crash decision per batch, keyed by its first event.
   auto& batch_key = rows.front().event.event_id;
   labels shard_label{{"shard", std::to_string(shard)}};
@@ -103,8 +162,7 @@ bool relay_shard_state::publish(
         throw std::runtime_error(
           "relay " + std::to_string(shard) + ": delivery gap after seq " +
           std::to_string(failed.front()) + " (" + first_error + ")");
-      acked.push_back(
-        {rows[i].seq, reports[i].partition, reports[i].offset});
+      acked.push_back({rows[i].seq, reports[i].partition, reports[i].offset});
       event_log::hop("acked", rows[i].event.order_id, rows[i].event.event_id,
                      rows[i].event.traceparent);
     } else {
@@ -147,7 +205,14 @@ caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
   st.ctx = std::move(ctx);
   self->send(self, poll_atom::value);
   return {
+    // Handled between rounds, so the batch in flight is finished and marked.
+    [=](drain_atom) {
+      self->state.draining = true;
+      return true;
+    },
     [=](poll_atom) {
+      if (self->state.draining)
+        return;
       auto delay = self->state.round();
       if (delay.count() == 0)
         self->send(self, poll_atom::value);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/context.hpp"
+#include "kafka/broker_probe.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "persistence/outbox_store.hpp"
 
@@ -24,15 +25,24 @@ struct relay_shard_state {
   context_ptr ctx;
   std::unique_ptr<persistence::outbox_store> store;
   std::unique_ptr<kafka::outbox_producer> producer;
+  std::unique_ptr<kafka::broker_probe> probe;
   int shard = 0;
   int batch_size = 0;
   std::chrono::milliseconds poll_interval{1000};
   bool owner = false;
-  bool notified = true; // query once right after start
+  bool draining = false; ///< stop: no new batch
+  bool notified = true;  // query once right after start
   std::chrono::steady_clock::time_point next_query{};
+  std::chrono::steady_clock::time_point next_lead_check{};
+  std::string lead_block;  ///< why publishing waits; empty: it does not
+  double record_bytes = 0; ///< moving average of a published record's size
 
   /// One step of the loop; returns the delay before the next step.
   std::chrono::milliseconds round();
+  /// Whether some partition already holds relay.max-lead-bytes beyond the
+  /// slowest enabled consumer's committed offset (checked every 250 ms;
+  /// records are counted by the broker, sized by our moving average).
+  bool too_far_ahead();
   /// Publishes one batch and marks what was acknowledged; returns false if
   /// some rows failed (the caller backs off).
   bool publish(const std::vector<persistence::outbox_row>& rows);

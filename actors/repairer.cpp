@@ -61,8 +61,8 @@ std::chrono::milliseconds repairer_state::round() {
   if (!store)
     store = std::make_unique<persistence::repair_store>(ctx->dsn);
   if (!probe)
-    probe = std::make_unique<kafka::broker_probe>(ctx->brokers,
-                                                  ctx->cfg.kafka.topic);
+    probe =
+      std::make_unique<kafka::broker_probe>(ctx->brokers, ctx->cfg.kafka.topic);
   bool was_active = active;
   active = store->hold_repairer_lease();
   if (active != was_active)
@@ -79,8 +79,8 @@ std::chrono::milliseconds repairer_state::round() {
                  "not applied is published again",
                  *why, epoch);
   }
-  if (auto n = store->sweep_old_epochs(ctx->cfg.consumer.enabled,
-                                       sweep_batch)) {
+  if (auto n =
+        store->sweep_old_epochs(ctx->cfg.consumer.enabled, sweep_batch)) {
     m.add("repair_republished_total", {{"reason", "broker_epoch"}},
           static_cast<std::uint64_t>(n));
     spdlog::warn("repairer: {} event(s) published under an earlier broker "
@@ -104,7 +104,14 @@ caf::behavior repairer(caf::stateful_actor<repairer_state>* self,
   self->state.ctx = std::move(ctx);
   self->send(self, poll_atom::value);
   return {
+    // Between rounds nothing is held; a stopped loop starts no new round.
+    [=](drain_atom) {
+      self->state.draining = true;
+      return true;
+    },
     [=](poll_atom) {
+      if (self->state.draining)
+        return;
       self->delayed_send(self, self->state.round(), poll_atom::value);
     },
   };

@@ -115,6 +115,32 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
       }
     },
     [=](stats_atom) { return self->state.ctx->metrics->snapshot(); },
+    [=](drain_atom) -> caf::result<bool> {
+      // Ask every live child; answer once all have (an error or a timeout
+      // counts as an answer: the caller stops the tree either way).
+      std::vector<caf::actor> live;
+      for (auto& c : self->state.children)
+        if (c.current)
+          live.push_back(c.current);
+      if (live.empty())
+        return true;
+      auto rp = self->make_response_promise<bool>();
+      auto left = std::make_shared<size_t>(live.size());
+      auto timeout = std::chrono::milliseconds(
+        self->state.ctx->cfg.shutdown.drain_timeout_ms);
+      for (auto& child : live)
+        self->request(child, timeout, drain_atom::value)
+          .then(
+            [=](bool) mutable {
+              if (--*left == 0)
+                rp.deliver(true);
+            },
+            [=](caf::error&) mutable {
+              if (--*left == 0)
+                rp.deliver(true);
+            });
+      return rp;
+    },
     [=](children_atom) {
       std::map<std::string, caf::actor> live;
       for (auto& c : self->state.children)

@@ -26,6 +26,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 namespace {
 
@@ -83,10 +84,34 @@ int serve(const settings& cfg) {
             << " database=" << rt.where().database_dsn
             << " kafka=" << rt.where().kafka_brokers << std::endl;
   auto sig = wait_for_shutdown(signals);
-  spdlog::info("shutting down (signal {})", sig);
-  http.stop();
+  auto timeout = std::chrono::milliseconds(cfg.shutdown.drain_timeout_ms);
+  spdlog::info("shutting down (signal {}): draining for at most {} ms; a "
+               "second signal stops at once",
+               sig, timeout.count());
+  // A second signal (or a stop that hangs) ends the process at once: what
+  // it held is redelivered after the next start, so nothing is lost.
+  std::atomic<bool> stopped{false};
+  std::thread second_signal([&] {
+    timespec slice{0, 100 * 1000 * 1000};
+    while (!stopped)
+      if (sigtimedwait(&signals, nullptr, &slice) > 0) {
+        spdlog::warn("second signal: stopping now without draining");
+        std::_Exit(1);
+      }
+  });
+  http.stop(); // no new requests; those in flight are answered
+  if (!tree_failed) {
+    if (ef::drain(sys, root, timeout))
+      spdlog::info("drained: relays finished their batches, consumers "
+                   "applied and committed what they held");
+    else
+      spdlog::warn("drain not finished within shutdown.drain-timeout-ms; "
+                   "stopping anyway (the rest is redelivered after restart)");
+  }
   caf::anon_send_exit(root, caf::exit_reason::user_shutdown);
   sys.await_all_actors_done();
+  stopped = true;
+  second_signal.join();
   return tree_failed ? 1 : 0;
 }
 

@@ -254,12 +254,15 @@ std::vector<option> make_options() {
     "relay.poll-interval-ms",
     [](settings& s) -> int& { return s.relay.poll_interval_ms; }, 10, 3600000,
     "fallback poll when no NOTIFY arrives"));
-  v.push_back(int_opt<int>(
-    "relay.max-lead", [](settings& s) -> int& { return s.relay.max_lead; }, 0,
-    max_int,
-    "records a partition may hold beyond the slowest enabled consumer's "
-    "committed offset before the relays wait (the outbox keeps the rest); "
-    "keeps a broker with small logs from trimming unread records; 0: no limit"));
+  v.push_back(int_opt<std::int64_t>(
+    "relay.max-lead-bytes",
+    [](settings& s) -> std::int64_t& { return s.relay.max_lead_bytes; }, 0,
+    std::numeric_limits<std::int64_t>::max(),
+    "bytes of events a partition may hold beyond the slowest enabled "
+    "consumer's committed offset before the relays wait (the outbox keeps "
+    "the rest); keep it below the topic's retention.bytes (the in-process "
+    "broker keeps 5 MiB per partition) so no unread record is trimmed and "
+    "repairs cannot outrun the consumers; 0: no limit"));
   // -- repair --------------------------------------------------------------
   v.push_back(int_opt<int>(
     "repair.interval-ms",
@@ -269,8 +272,7 @@ std::vector<option> make_options() {
   // -- shutdown ------------------------------------------------------------
   v.push_back(int_opt<int>(
     "shutdown.drain-timeout-ms",
-    [](settings& s) -> int& { return s.shutdown.drain_timeout_ms; }, 0,
-    3600000,
+    [](settings& s) -> int& { return s.shutdown.drain_timeout_ms; }, 0, 3600000,
     "on SIGTERM: how long relays may finish their batch and consumers apply "
     "and commit what they hold before the process stops anyway"));
   // -- consumer ------------------------------------------------------------

@@ -45,7 +45,8 @@ struct settings {
     int shards = 4;
     int batch_size = 500;
     int poll_interval_ms = 1000;
-    int max_lead = 5000; ///< records ahead of the slowest consumer; 0: off
+    /// Bytes a partition may hold beyond the slowest consumer; 0: no limit.
+    std::int64_t max_lead_bytes = 2 * 1024 * 1024;
   } relay;
 
   struct repair_section {

@@ -51,8 +51,8 @@ broker_probe::~broker_probe() {
 broker_probe::watermarks broker_probe::query_watermarks(std::int32_t partition,
                                                         int timeout_ms) {
   watermarks w;
-  auto rc = impl_->reader->query_watermark_offsets(
-    impl_->topic, partition, &w.low, &w.high, timeout_ms);
+  auto rc = impl_->reader->query_watermark_offsets(impl_->topic, partition,
+                                                   &w.low, &w.high, timeout_ms);
   if (rc != RdKafka::ERR_NO_ERROR)
     throw std::runtime_error("cannot read the log start and end of " +
                              impl_->topic + "/" + std::to_string(partition) +
@@ -60,9 +60,9 @@ broker_probe::watermarks broker_probe::query_watermarks(std::int32_t partition,
   return w;
 }
 
-std::vector<std::int64_t>
-broker_probe::committed(const std::string& group, int partitions,
-                        int timeout_ms) {
+std::vector<std::int64_t> broker_probe::committed(const std::string& group,
+                                                  int partitions,
+                                                  int timeout_ms) {
   auto& c = impl_->groups[group];
   if (!c)
     c = make_client(impl_->brokers, group);
@@ -109,8 +109,8 @@ std::optional<std::string> broker_probe::event_id_at(std::int32_t partition,
       if (auto* h = m->headers())
         for (auto& x : h->get_all())
           if (x.key() == "event_id" && x.value() != nullptr)
-            out = std::string(static_cast<const char*>(x.value()),
-                              x.value_size());
+            out =
+              std::string(static_cast<const char*>(x.value()), x.value_size());
     }
   }
   c.unassign();

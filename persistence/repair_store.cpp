@@ -50,8 +50,7 @@ long requeue_gap(pqxx::work& w, const std::string& consumer, int epoch,
                            "AND o.kafka_offset >= $3 AND o.kafka_offset < $4 "
                            "AND o.sent_at IS NOT NULL AND " +
                            unapplied_by_any("$5"),
-                         epoch, partition, from, to,
-                         text_array({consumer}));
+                         epoch, partition, from, to, text_array({consumer}));
   return static_cast<long>(r.affected_rows());
 }
 
@@ -99,8 +98,9 @@ bool repair_store::hold_repairer_lease() {
                        repairer_lock_class)
            .empty())
       return true;
-    return t.exec_params1("SELECT pg_try_advisory_lock($1, 0)",
-                          repairer_lock_class)[0]
+    return t
+      .exec_params1("SELECT pg_try_advisory_lock($1, 0)",
+                    repairer_lock_class)[0]
       .as<bool>();
   } catch (...) {
     db_->reset();
@@ -124,9 +124,8 @@ gap_record repair_store::record_gap(const std::string& consumer,
     if (out.at_risk > 0)
       log_republish(w, "consumer:" + consumer, "consumer_gap", consumer,
                     "epoch=" + std::to_string(out.epoch) +
-                      " partition=" + std::to_string(partition) +
-                      " offsets=[" + std::to_string(from) + "," +
-                      std::to_string(to) + ")",
+                      " partition=" + std::to_string(partition) + " offsets=[" +
+                      std::to_string(from) + "," + std::to_string(to) + ")",
                     out.at_risk, false);
     w.commit();
   } catch (...) {
@@ -155,8 +154,8 @@ long repair_store::resweep_recent_gaps(int window_s) {
                     g[0].as<std::int64_t>(), n);
       if (n > 0)
         log_republish(w, "repairer", "consumer_gap_late_mark",
-                      g[1].as<std::string>(),
-                      "gap " + g[0].as<std::string>(), n, false);
+                      g[1].as<std::string>(), "gap " + g[0].as<std::string>(),
+                      n, false);
       total += n;
     }
     w.commit();
@@ -202,7 +201,8 @@ repair_store::newest_position(std::int32_t partition) {
     if (r.empty())
       return std::nullopt;
     return broker_witness{r[0][0].as<int>(), partition,
-                          r[0][1].as<std::int64_t>(), r[0][2].as<std::string>()};
+                          r[0][1].as<std::int64_t>(),
+                          r[0][2].as<std::string>()};
   } catch (...) {
     db_->reset();
     rethrow_as_db_error();
@@ -310,8 +310,8 @@ long repair_store::republish(const republish_scope& scope, bool dry_run,
     long n = 0;
     if (dry_run) {
       n = args([&](auto&&... a) {
-        return w.exec_params1("SELECT count(*) FROM outbox o WHERE " + where,
-                              a...)[0]
+        return w
+          .exec_params1("SELECT count(*) FROM outbox o WHERE " + where, a...)[0]
           .template as<long>();
       });
     } else {

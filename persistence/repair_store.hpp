@@ -28,17 +28,17 @@ struct broker_witness {
 
 /// Which rows a manual republish covers; empty fields do not filter.
 struct republish_scope {
-  std::vector<std::string> consumers; ///< unapplied by any of these
-  std::optional<std::int64_t> from_seq, to_seq;   ///< inclusive
-  std::optional<std::string> since, until;        ///< created_at, RFC 3339
+  std::vector<std::string> consumers;           ///< unapplied by any of these
+  std::optional<std::int64_t> from_seq, to_seq; ///< inclusive
+  std::optional<std::string> since, until;      ///< created_at, RFC 3339
   std::string describe() const;
 };
 
 /// One line of the repair history (consumer_gaps and republish_log).
 struct repair_summary {
   int epoch = 0;
-  long gaps = 0;               ///< consumer_gaps rows
-  long republished_total = 0;  ///< events queued again, all reasons
+  long gaps = 0;              ///< consumer_gaps rows
+  long republished_total = 0; ///< events queued again, all reasons
   struct recent_gap {
     std::string consumer;
     std::int32_t partition;

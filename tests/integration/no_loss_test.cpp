@@ -1,0 +1,264 @@
+// No accepted order is ever lost, even when the broker loses records: a
+// restart on the embedded defaults (a new, empty in-process broker) and a log
+// trimmed under running consumers. The outbox is the source of truth.
+
+#include "app/verifier.hpp"
+#include "kafka/broker_probe.hpp"
+#include "kafka/offsets.hpp"
+#include "kafka/outbox_producer.hpp"
+#include "persistence/migrations.hpp"
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <mutex>
+#include <thread>
+
+using namespace ef;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Clients that place `orders` orders, each with its own Idempotency-Key,
+/// and retry every failed request with the same key against whatever URL
+/// the current serve process has, as a real client would across restarts.
+class retrying_clients {
+public:
+  retrying_clients(int orders, int concurrency) : orders_(orders) {
+    for (int c = 0; c < concurrency; ++c)
+      threads_.emplace_back([this] { run(); });
+  }
+  ~retrying_clients() { join(); }
+
+  void point_at(const std::string& url) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    url_ = url;
+  }
+  int accepted() const { return accepted_; }
+  void join() {
+    for (auto& t : threads_)
+      if (t.joinable())
+        t.join();
+  }
+
+private:
+  std::string url() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return url_;
+  }
+  void run() {
+    auto deadline = std::chrono::steady_clock::now() + 240s;
+    for (int i = next_++; i < orders_; i = next_++) {
+      auto body =
+        test::order_body("cust-" + std::to_string(i % 23), 1 + i % 3, 100 + i);
+      auto key = "no-loss-" + std::to_string(i);
+      while (std::chrono::steady_clock::now() < deadline) {
+        auto target = url();
+        if (!target.empty() &&
+            test::post_json(target, "/orders", body, key).first == 201) {
+          ++accepted_;
+          break;
+        }
+        std::this_thread::sleep_for(20ms);
+      }
+    }
+  }
+
+  int orders_;
+  std::mutex mtx_;
+  std::string url_;
+  std::atomic<int> next_{0};
+  std::atomic<int> accepted_{0};
+  std::vector<std::thread> threads_;
+};
+
+std::vector<std::string> embedded_serve(const std::string& data_dir) {
+  return {test::eventforge_binary(),
+          "serve",
+          "--http.port=0",
+          "--database.data-dir=" + data_dir,
+          "--kafka.session-timeout-ms=6000",
+          "--kafka.fetch-wait-max-ms=20",
+          "--shutdown.drain-timeout-ms=5000",
+          "--log.level=info"};
+}
+
+/// Waits until the verifier finds every invariant holding (every event
+/// applied once by every consumer, offsets at the log end).
+bool settles(const config::settings& cfg, const std::string& dsn,
+             const std::string& brokers, std::chrono::seconds limit = 120s) {
+  return test::wait_until(
+    [&] {
+      try {
+        return app::verify(cfg, dsn, brokers).ok();
+      } catch (const std::exception&) {
+        return false;
+      }
+    },
+    limit);
+}
+
+} // namespace
+
+TEST_CASE("serve_on_embedded_defaults_stopped_by_sigterm_then_sigkill_mid_"
+          "stream_applies_every_accepted_order_once") {
+  test::temp_dir dir;
+  auto log = dir.path + "/serve.log";
+  constexpr int orders = 600;
+  retrying_clients clients(orders, 4);
+  auto cfg = test::test_settings();
+  std::string dsn, brokers;
+  auto start = [&] {
+    auto serve = std::make_unique<test::child_process>(
+      embedded_serve(dir.path + "/pg"), log);
+    auto ready = serve->await_line("ready");
+    REQUIRE_FALSE(ready.empty());
+    clients.point_at(test::ready_field(ready, "http"));
+    dsn = test::ready_field(ready, "database");
+    brokers = test::ready_field(ready, "kafka");
+    return serve;
+  };
+
+  // Life 1: SIGTERM while orders stream in. The drain is bounded.
+  auto serve = start();
+  REQUIRE(test::wait_until([&] { return clients.accepted() >= 150; }, 120s));
+  auto stop_asked = std::chrono::steady_clock::now();
+  serve->signal(SIGTERM);
+  CHECK(serve->wait() == 0);
+  CHECK(std::chrono::steady_clock::now() - stop_asked < 15s);
+  clients.point_at("");
+
+  // Life 2: SIGKILL while orders stream in: nothing drains.
+  serve = start();
+  REQUIRE(test::wait_until([&] { return clients.accepted() >= 350; }, 120s));
+  serve->signal(SIGKILL);
+  CHECK(serve->wait() == 128 + SIGKILL);
+  clients.point_at("");
+
+  // Life 3: the clients finish, retrying what failed with the same keys.
+  serve = start();
+  clients.join();
+  REQUIRE(clients.accepted() == orders);
+  INFO("serve log: " << log);
+  REQUIRE(settles(cfg, dsn, brokers));
+
+  pqxx::connection c(dsn);
+  pqxx::nontransaction t(c);
+  auto scalar = [&](const std::string& sql) {
+    return t.exec1(sql)[0].as<long>();
+  };
+  CHECK(scalar("SELECT count(*) FROM orders") == orders);
+  CHECK(scalar("SELECT count(*) FROM idempotency_keys") == orders);
+  for (auto consumer : {"fulfillment", "billing"})
+    CHECK(scalar(std::string("SELECT count(*) FROM outbox o WHERE (SELECT "
+                             "count(*) FROM business_effects b WHERE "
+                             "b.event_id = o.event_id AND b.consumer = '") +
+                 consumer + "') <> 1") == 0);
+  // Every start met a new, empty broker: each one after the first began a
+  // new epoch, and whatever a consumer had not applied was published again.
+  CHECK(scalar("SELECT count(*) FROM broker_epochs") == 3);
+  CHECK(-scalar("SELECT sum(balance_cents) FROM accounts") ==
+        scalar("SELECT sum(total_cents) FROM orders"));
+  serve->signal(SIGTERM);
+  CHECK(serve->wait() == 0);
+}
+
+TEST_CASE("consumers_behind_a_trimmed_log_record_the_gap_and_the_outbox_"
+          "republishes_it_applied_once_in_order") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.kafka.partitions = 1; // every record competes for one small log
+  cfg.consumer.max_in_flight = 16;
+  kafka::embedded_broker broker{1, {{"orders", 1}, {"orders.dlq", 1}}};
+  auto brokers = broker.bootstrap_servers();
+  test::tree t(cfg, {db.dsn(), brokers});
+  auto place = [&](int n, const std::string& who) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < n; ++i) {
+      auto [status, reply] =
+        test::post_json(t.url(), "/orders", test::order_body(who, 1, 10 + i));
+      REQUIRE(status == 201);
+      ids.push_back(test::json_field(reply, "order_id"));
+    }
+    return ids;
+  };
+  place(20, "warm-up");
+  REQUIRE(test::wait_until([&] { return test::quiescent(db, cfg, brokers); }));
+  auto applied = kafka::read_all(brokers, cfg.kafka.topic, 1).front();
+
+  // Hold the consumers inside their transactions while orders are published,
+  // then let another writer push 8 MB through the 5 MiB log: the broker
+  // trims the unread records under the consumers, as retention would.
+  pqxx::connection blocker(db.dsn());
+  pqxx::work hold(blocker);
+  hold.exec("LOCK TABLE processed_events IN ACCESS EXCLUSIVE MODE");
+  auto ids = place(300, "bulk");
+  for (size_t i = 0; i < ids.size(); i += 5) // every fifth is cancelled
+    REQUIRE(
+      test::post_json(t.url(), "/orders/" + ids[i] + "/cancel", "").first ==
+      202);
+  REQUIRE(test::wait_until([&] {
+    return db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS "
+                          "NULL") == 0;
+  }));
+  // Copies of an applied event, padded: the consumers will suppress them.
+  auto padded = nlohmann::json::parse(applied.value);
+  padded["padding"] = std::string(200 * 1024, 'x');
+  kafka::outbox_producer other(brokers, cfg.kafka.topic, 10000, "other");
+  for (int i = 0; i < 40; ++i)
+    REQUIRE(
+      other.publish_raw(applied.key, padded.dump(), applied.headers).persisted);
+  kafka::broker_probe probe(brokers, cfg.kafka.topic);
+  auto low = probe.query_watermarks(0).low;
+  for (auto consumer : {"fulfillment", "billing"})
+    REQUIRE(probe.committed(std::string("eventforge.") + consumer, 1)[0] < low);
+  hold.abort();
+
+  REQUIRE(settles(cfg, db.dsn(), brokers));
+  // Both consumers met the gap and recorded it; whichever came first queued
+  // the events again (the other then found them already on their way).
+  auto gaps = [&](const char* consumer) {
+    return db.scalar<long>(
+      std::string("SELECT count(*) FROM consumer_gaps WHERE consumer = '") +
+      consumer + "' AND to_offset > from_offset");
+  };
+  CHECK(gaps("fulfillment") >= 1);
+  CHECK(gaps("billing") >= 1);
+  CHECK(db.scalar<long>("SELECT sum(at_risk) FROM consumer_gaps") >= 300);
+  CHECK(db.scalar<long>("SELECT sum(events) FROM republish_log WHERE reason "
+                        "= 'consumer_gap'") >= 300);
+  CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE republish_count > "
+                        "0") > 0);
+  auto m = test::counters(t.system(), t.root());
+  CHECK(m[R"(consumer_positions_lost_total{consumer="fulfillment"})"] >= 1);
+  CHECK(m[R"(consumer_positions_lost_total{consumer="billing"})"] >= 1);
+  // Exactly one effect per consumer and event, created before cancelled.
+  CHECK(db.scalar<long>("SELECT count(*) FROM (SELECT consumer, event_id FROM "
+                        "business_effects GROUP BY 1, 2 HAVING count(*) <> "
+                        "1) d") == 0);
+  CHECK(db.scalar<long>("SELECT count(*) FROM business_effects") ==
+        2 * db.scalar<long>("SELECT count(*) FROM outbox"));
+  CHECK(db.scalar<long>("SELECT count(*) FROM business_effects WHERE kind "
+                        "LIKE '%skipped'") == 0);
+}
+
+TEST_CASE("a_database_set_up_with_other_relay_shards_refuses_to_start_naming_"
+          "both_values") {
+  test::database db;
+  persistence::migrate(db.dsn());
+  db.exec("INSERT INTO fixed_settings (key, value) VALUES ('relay.shards', "
+          "'8')");
+  kafka::embedded_broker broker{1, {{"orders", 6}}};
+  auto [code, out] = test::run_command(
+    test::eventforge_binary() + " serve --http.port=0 --database.url='" +
+    db.dsn() + "' --kafka.brokers=" + broker.bootstrap_servers() +
+    " --relay.shards=4");
+  INFO(out);
+  CHECK(code == 1);
+  CHECK(out.find("relay.shards is 4") != std::string::npos);
+  CHECK(out.find("relay.shards=8") != std::string::npos);
+  CHECK(db.scalar<int>("SELECT count(*) FROM orders") == 0);
+}
