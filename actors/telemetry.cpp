@@ -77,6 +77,22 @@ const std::map<std::string, family>& catalog() {
      {kind::counter, "Rows deleted by the retention janitor, by table."}},
     {"chaos_crashes_total",
      {kind::counter, "Crashes injected at each crash point."}},
+    {"consumer_positions_lost_total",
+     {kind::counter, "Positions a consumer found gone from the broker "
+                     "(trimmed log, new broker), per consumer."}},
+    {"consumer_deferred_total",
+     {kind::counter, "Events held back because an earlier event of their "
+                     "order was missing; queued again behind it."}},
+    {"repair_republished_total",
+     {kind::counter, "Events queued for republishing because a consumer "
+                     "could no longer read them, by reason."}},
+    {"broker_epochs_total",
+     {kind::counter, "Broker epochs this process began: the broker had lost "
+                     "records the outbox published."}},
+    {"broker_epoch", {kind::gauge, "Current broker epoch."}},
+    {"relay_waiting_for_consumers",
+     {kind::gauge, "1 while a relay shard waits: a partition holds "
+                   "relay.max-lead-bytes beyond the slowest consumer."}},
   };
   return all;
 }

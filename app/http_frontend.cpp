@@ -258,6 +258,14 @@ struct http_frontend::impl {
         body["broker"] = e.what();
         ready = false;
       }
+      // What the broker lost and what was queued again for it (details;
+      // gaps are repaired when found, so they do not make it unready).
+      try {
+        body["repair"] = json::parse(
+          repair_json(persistence::repair_store(where.database_dsn).summary()));
+      } catch (const std::exception& e) {
+        body["repair"] = e.what();
+      }
       // Any supervisor with a child waiting for a restart: not ready.
       auto m = metrics->render_prometheus();
       std::regex down(R"re(actors_down\{supervisor="([^"]+)"\} ([0-9.]+))re");

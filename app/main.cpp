@@ -15,12 +15,15 @@
 #include "app/verifier.hpp"
 #include "config/reference.hpp"
 #include "persistence/embedded_postgres.hpp"
+#include "persistence/db_error.hpp"
 #include "persistence/migrations.hpp"
+#include "persistence/repair_store.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <functional>
@@ -216,6 +219,63 @@ int dlq_command_line(const settings& cfg, const dlq_args& a) {
   return 2;
 }
 
+/// `eventforge republish`: queue sent events a consumer has not applied
+/// (lost by the broker) for the relays to publish again, by hand.
+struct republish_args {
+  std::vector<std::string> consumers;
+  std::optional<std::int64_t> from_seq, to_seq;
+  std::optional<std::string> since, until;
+  bool dry_run = false;
+};
+
+int republish_command(const settings& cfg, const republish_args& a) {
+  if (cfg.database.url.empty()) {
+    std::cerr << "eventforge: republish needs --database.url (the running "
+                 "system's, as printed in its ready line)"
+              << std::endl;
+    return 2;
+  }
+  ef::persistence::republish_scope scope;
+  scope.consumers = a.consumers.empty() ? cfg.consumer.enabled : a.consumers;
+  for (auto& c : scope.consumers)
+    if (std::find(cfg.consumer.enabled.begin(), cfg.consumer.enabled.end(),
+                  c) == cfg.consumer.enabled.end()) {
+      std::cerr << "eventforge: --consumer " << c
+                << " is not an enabled consumer (consumer.enabled)"
+                << std::endl;
+      return 2;
+    }
+  if (a.from_seq && a.to_seq && *a.from_seq > *a.to_seq) {
+    std::cerr << "eventforge: --from-seq must not exceed --to-seq" << std::endl;
+    return 2;
+  }
+  scope.from_seq = a.from_seq;
+  scope.to_seq = a.to_seq;
+  scope.since = a.since;
+  scope.until = a.until;
+  auto user = std::getenv("USER");
+  auto actor = std::string("cli:") + (user ? user : "unknown");
+  ef::persistence::repair_store store(cfg.database.url);
+  long n = 0;
+  try {
+    n = store.republish(scope, a.dry_run, actor);
+  } catch (const ef::persistence::db_error& e) {
+    std::cerr << "eventforge: republish refused, nothing changed: " << e.what()
+              << std::endl;
+    return 1;
+  }
+  if (a.dry_run)
+    std::cout << "would republish " << n << " event(s) (" << scope.describe()
+              << "); run again without --dry-run to queue them" << std::endl;
+  else
+    std::cout << "queued " << n << " event(s) for republishing ("
+              << scope.describe()
+              << "); the relays publish them in seq order with their "
+                 "original IDs"
+              << std::endl;
+  return 0;
+}
+
 int status_command(const settings& cfg) {
   if (cfg.database.url.empty() || cfg.kafka.brokers.empty()) {
     std::cerr << "eventforge: status needs --database.url and --kafka.brokers "
@@ -282,6 +342,24 @@ int main(int argc, char** argv) {
                       "replay: every parked entry with this fingerprint");
   dlq_sub->add_flag("--dry-run", dlq.dry_run,
                     "replay/discard: show what would happen");
+  republish_args rep;
+  auto* rep_sub = add(
+    "republish",
+    "publish again sent events that consumers have not applied (e.g. lost "
+    "by the broker); audited",
+    [&](const settings& cfg) { return republish_command(cfg, rep); });
+  rep_sub->add_option("--consumer", rep.consumers,
+                      "only events this consumer has not applied (repeat; "
+                      "default: every enabled consumer)");
+  rep_sub->add_option("--from-seq", rep.from_seq, "lowest outbox seq")
+    ->check(CLI::NonNegativeNumber);
+  rep_sub->add_option("--to-seq", rep.to_seq, "highest outbox seq")
+    ->check(CLI::NonNegativeNumber);
+  rep_sub->add_option("--since", rep.since,
+                      "events created at or after (e.g. 2026-12-02T10:00Z)");
+  rep_sub->add_option("--until", rep.until, "events created before");
+  rep_sub->add_flag("--dry-run", rep.dry_run,
+                    "only count what would be queued (recorded too)");
   ef::app::chaos_plan plan;
   std::optional<std::uint64_t> seed;
   std::optional<double> rate;

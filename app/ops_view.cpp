@@ -2,6 +2,8 @@
 
 #include "kafka/offsets.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <sstream>
 
 namespace ef::app {
@@ -10,6 +12,7 @@ ops_view read_ops_view(const config::settings& cfg, const std::string& dsn,
                        const std::string& brokers) {
   ops_view v;
   v.rows = persistence::read_ops_rows(dsn);
+  v.repair = persistence::repair_store(dsn).summary();
   read_lag(cfg, brokers, v);
   return v;
 }
@@ -53,6 +56,22 @@ void export_lag(const ops_view& v, telemetry& m) {
         static_cast<double>(p.lag));
 }
 
+std::string repair_json(const persistence::repair_summary& r) {
+  auto gaps = nlohmann::json::array();
+  for (auto& g : r.recent)
+    gaps.push_back({{"consumer", g.consumer},
+                    {"partition", g.partition},
+                    {"from_offset", g.from_offset},
+                    {"to_offset", g.to_offset},
+                    {"at_risk", g.at_risk},
+                    {"age_seconds", g.age_seconds}});
+  return nlohmann::json{{"broker_epoch", r.epoch},
+                        {"consumer_gaps", r.gaps},
+                        {"republished_events", r.republished_total},
+                        {"recent_gaps", gaps}}
+    .dump();
+}
+
 std::string to_text(const ops_view& v, const config::settings& cfg) {
   std::ostringstream out;
   out << "outbox: " << v.rows.outbox_unsent << " unsent, oldest "
@@ -82,6 +101,14 @@ std::string to_text(const ops_view& v, const config::settings& cfg) {
       << static_cast<long>(v.rows.dlq_oldest_parked_age_s) << " s), "
       << count("replayed") << " replayed, " << count("discarded")
       << " discarded\n";
+  out << "broker epoch " << v.repair.epoch << "; consumer gaps "
+      << v.repair.gaps << "; events republished " << v.repair.republished_total
+      << "\n";
+  for (auto& g : v.repair.recent)
+    out << "  gap: " << g.consumer << " partition " << g.partition
+        << " offsets " << g.from_offset << ".." << g.to_offset << ", "
+        << g.at_risk << " event(s) at risk queued again, "
+        << static_cast<long>(g.age_seconds) << " s ago\n";
   return out.str();
 }
 

@@ -3,6 +3,7 @@
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
 #include "persistence/ops_queries.hpp"
+#include "persistence/repair_store.hpp"
 
 #include <map>
 #include <string>
@@ -15,6 +16,7 @@ namespace ef::app {
 /// `eventforge status` prints.
 struct ops_view {
   persistence::ops_rows rows;
+  persistence::repair_summary repair;
   /// consumer -> per partition: log end, committed, lag.
   struct partition_lag {
     int partition;
@@ -38,6 +40,9 @@ void export_gauges(const ops_view& v, telemetry& m);
 
 /// Sets the consumer_lag gauges of `m` from the view.
 void export_lag(const ops_view& v, telemetry& m);
+
+/// The repair history as JSON (for /readyz details and scripts).
+std::string repair_json(const persistence::repair_summary& r);
 
 /// One screen of text for `eventforge status`.
 std::string to_text(const ops_view& v, const config::settings& cfg);
