@@ -1,6 +1,7 @@
 #include "actors/api_worker.hpp"
 #include "actors/crash_log.hpp"
 #include "messages/atoms.hpp"
+#include "messages/events.hpp"
 
 #include "actors/event_log.hpp"
 #include "messages/api_error.hpp"
@@ -88,8 +89,9 @@ caf::result<order_accepted> api_worker_state::create(const create_order& cmd) {
     // The window where the client never sees the reply: its keyed retry
     // must get the same order back.
     if (!replayed)
-      ctx->faults->check(crash_point::api_after_commit_before_reply,
-                         r.event_id);
+      ctx->faults->check(
+        crash_point::api_after_commit_before_reply,
+        chaos_key(cmd.traceparent, order_created_type, r.event_id));
     ctx->metrics->add("api_orders_total",
                       {{"outcome", replayed ? "replayed" : "created"}});
     return order_accepted{r.order_id, r.event_id, r.status, replayed};

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace ef {
 
 namespace {
@@ -30,6 +32,15 @@ std::uint64_t fnv1a(const std::string& s) {
 }
 
 } // namespace
+
+std::string chaos_key(const std::string& traceparent,
+                      const std::string& event_type,
+                      const std::string& event_id) {
+  // traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>
+  if (traceparent.size() >= 35 && traceparent[2] == '-')
+    return traceparent.substr(3, 32) + "/" + event_type;
+  return event_id;
+}
 
 const char* to_string(crash_point p) {
   return point_names[static_cast<int>(p)];
@@ -67,7 +78,7 @@ void chaos::evaluate(crash_point p, const std::string& event_id) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto& v = visits_[{static_cast<int>(p), event_id}];
     crash =
-      v.crashes < max_crashes_ && decide(seed_, p, event_id, v.attempts, rate_);
+      v.crashes < max_crashes_ && decide(seed_, p, event_id, v.crashes, rate_);
     ++v.attempts;
     if (crash)
       ++v.crashes;
@@ -78,6 +89,16 @@ void chaos::evaluate(crash_point p, const std::string& event_id) {
     metrics_->add("chaos_crashes_total", {{"point", to_string(p)}});
   spdlog::debug("chaos: crashing at {} for event {}", to_string(p), event_id);
   throw injected_crash(p);
+}
+
+std::vector<std::string> chaos::injected() const {
+  std::vector<std::string> out;
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& [k, v] : visits_)
+    for (int i = 0; i < v.crashes; ++i)
+      out.push_back(std::string(point_names[k.first]) + " " + k.second);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 } // namespace ef

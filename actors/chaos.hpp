@@ -9,6 +9,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ef {
 
@@ -35,12 +36,23 @@ public:
   crash_point point;
 };
 
+/// The key crash decisions are made for: the logical identity of an event,
+/// so that the same seed crashes on the same orders in every run. That is the
+/// W3C trace ID the client sent (the chaos runner sends one derived from the
+/// seed and the order's number) plus the event type; without a trace, the
+/// event ID (random per run).
+std::string chaos_key(const std::string& traceparent,
+                      const std::string& event_type,
+                      const std::string& event_id);
+
 /// Decides, deterministically, where to crash. The decision for
-/// (seed, point, event ID, attempt) is a pure function, so the same seed
-/// replays the same crashes for the same events; `attempt` counts how often
-/// the point was reached for that event in this process. A point crashes one
-/// event at most `max_crashes_per_event` times, so every event gets through.
-/// When no point is enabled, check() is a single branch on a constant.
+/// (seed, point, key, n) is a pure function, where n counts the crashes this
+/// point already injected for that key. A key therefore crashes a point
+/// exactly as often as decide() says yes for n = 0, 1, ... in a row (at most
+/// `max_crashes_per_event` times, so every event gets through), however
+/// often the point is visited and however events are batched: the same seed
+/// injects the same crashes on the same logical events in every run. When no
+/// point is enabled, check() is a single branch on a constant.
 class chaos {
 public:
   chaos(const config::settings::chaos_section& cfg,
@@ -60,6 +72,10 @@ public:
   static bool decide(std::uint64_t seed, crash_point p,
                      const std::string& event_id, int attempt, double rate);
 
+  /// Every crash injected so far, as "point key" lines, sorted: two runs with
+  /// the same seed and orders produce the same list.
+  std::vector<std::string> injected() const;
+
 private:
   void evaluate(crash_point p, const std::string& event_id);
 
@@ -68,7 +84,7 @@ private:
   std::uint64_t seed_ = 0;
   int max_crashes_ = 0;
   std::shared_ptr<telemetry> metrics_;
-  std::mutex mtx_;
+  mutable std::mutex mtx_;
   struct visits {
     int attempts = 0;
     int crashes = 0;

@@ -85,14 +85,17 @@ bool drain(caf::actor_system& sys, const caf::actor& root,
 }
 
 caf::actor start(caf::actor_system& sys, const config::settings& cfg,
-                 const endpoints& ep, std::shared_ptr<telemetry> metrics) {
+                 const endpoints& ep, std::shared_ptr<telemetry> metrics,
+                 std::shared_ptr<chaos> faults) {
   if (!metrics)
     metrics = std::make_shared<telemetry>();
-  auto ctx = std::make_shared<context>(context{
-    cfg,
-    persistence::with_connect_timeout(ep.database_dsn,
-                                      cfg.database.connect_timeout_s),
-    ep.kafka_brokers, metrics, std::make_shared<chaos>(cfg.chaos, metrics)});
+  if (!faults)
+    faults = std::make_shared<chaos>(cfg.chaos, metrics);
+  auto ctx = std::make_shared<context>(
+    context{cfg,
+            persistence::with_connect_timeout(ep.database_dsn,
+                                              cfg.database.connect_timeout_s),
+            ep.kafka_brokers, metrics, faults});
   auto applied = persistence::migrate(ctx->dsn);
   if (!applied.empty())
     spdlog::info("applied {} schema migration(s), now at version {}",

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/chaos.hpp"
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
 
@@ -44,8 +45,12 @@ std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
 bool drain(caf::actor_system& sys, const caf::actor& root,
            std::chrono::milliseconds timeout);
 
+/// `faults`: the crash decisions (new ones from cfg.chaos if null); a host
+/// that restarts the tree passes the same object again so a seed's crashes
+/// stay the same across the restart.
 caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                  const endpoints& ep,
-                 std::shared_ptr<telemetry> metrics = nullptr);
+                 std::shared_ptr<telemetry> metrics = nullptr,
+                 std::shared_ptr<chaos> faults = nullptr);
 
 } // namespace ef

@@ -134,11 +134,12 @@ partition_worker_state::attempt(const partition_record& rec) {
   if (blocked_behind_parked(*ev, rec, blocked))
     return blocked;
   // Each consumer is its own actor: it gets its own crash decisions.
-  auto chaos_key = consumer + "/" + ev->event_id;
+  auto crash_key =
+    consumer + "/" + chaos_key(trace, ev->event_type, ev->event_id);
   auto started = std::chrono::steady_clock::now();
   try {
     auto outcome = applier->apply(*ev, [&] {
-      ctx->faults->check(crash_point::consumer_before_db_commit, chaos_key);
+      ctx->faults->check(crash_point::consumer_before_db_commit, crash_key);
     });
     switch (outcome) {
     case persistence::apply_outcome::order_missing:
@@ -171,7 +172,7 @@ partition_worker_state::attempt(const partition_record& rec) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
         .count());
     // The seed's consumer window: committed in the DB, offset not yet.
-    ctx->faults->check(crash_point::consumer_after_db_before_offset, chaos_key);
+    ctx->faults->check(crash_point::consumer_after_db_before_offset, crash_key);
   } catch (const persistence::db_error& e) {
     return classify(e);
   }
@@ -225,8 +226,10 @@ bool partition_worker_state::park(const partition_record& rec,
     return false;
   }
   // Acked by the DLQ, offset not yet committed.
-  ctx->faults->check(crash_point::dlq_after_dlq_ack_before_offset,
-                     consumer + "/" + e.event_id);
+  ctx->faults->check(
+    crash_point::dlq_after_dlq_ack_before_offset,
+    consumer + "/" +
+      chaos_key(rec.header("traceparent"), e.event_type, e.event_id));
   dlq->store().park(e, true);
   if (parked_orders)
     parked_orders->insert(rec.key);

@@ -126,8 +126,15 @@ bool relay_shard_state::publish(
   }
   auto avg = bytes / static_cast<double>(rows.size());
   record_bytes = record_bytes == 0 ? avg : 0.8 * record_bytes + 0.2 * avg;
-  // One crash decision per batch, keyed by its first event.
-  auto& batch_key = rows.front().event.event_id;
+  // Crash decisions per row, in seq order: the first row whose decision
+  // says so crashes the batch. Which rows share a batch then does not change
+  // which logical events crash (see chaos).
+  auto check_rows = [&](crash_point point) {
+    for (auto& r : rows)
+      ctx->faults->check(
+        point,
+        chaos_key(r.event.traceparent, r.event.event_type, r.event.event_id));
+  };
   labels shard_label{{"shard", std::to_string(shard)}};
   ctx->metrics->observe("relay_batch_size", {},
                         static_cast<double>(rows.size()));
@@ -142,14 +149,14 @@ bool relay_shard_state::publish(
     for (auto& r : rows)
       event_log::hop("published", r.event.order_id, r.event.event_id,
                      r.event.traceparent);
-    ctx->faults->check(crash_point::relay_after_publish_before_ack, batch_key);
+    check_rows(crash_point::relay_after_publish_before_ack);
   });
   ctx->metrics->observe(
     "relay_publish_ack_seconds", {},
     std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at)
       .count());
   // The seed's relay window: acknowledged, not yet marked.
-  ctx->faults->check(crash_point::relay_after_ack_before_mark, batch_key);
+  check_rows(crash_point::relay_after_ack_before_mark);
   std::vector<persistence::sent_position> acked;
   std::vector<std::int64_t> failed;
   std::string first_error;

@@ -6,7 +6,10 @@
 #include "app/verifier.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/atoms.hpp"
+#include "persistence/backlog_writer.hpp"
 #include "persistence/invariant_queries.hpp"
+#include "persistence/migrations.hpp"
+#include "persistence/repair_store.hpp"
 
 #include <caf/all.hpp>
 #include <httplib.h>
@@ -25,14 +28,32 @@ namespace {
 using clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
-/// Deterministic choice of the orders to cancel.
-bool cancel_this(std::uint64_t seed, int i, double share) {
-  std::uint64_t h =
-    seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(i);
+std::uint64_t mix(std::uint64_t seed, std::uint64_t i) {
+  std::uint64_t h = seed * 0x9e3779b97f4a7c15ULL + i;
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
   h ^= h >> 33;
-  return static_cast<double>(h >> 11) * 0x1.0p-53 < share;
+  return h;
+}
+
+/// Deterministic choice of the orders to cancel.
+bool cancel_this(std::uint64_t seed, int i, double share) {
+  return static_cast<double>(mix(seed, static_cast<std::uint64_t>(i)) >> 11) *
+           0x1.0p-53 <
+         share;
+}
+
+/// The W3C traceparent of logical order `i` of a run with `seed` (`space`
+/// keeps backlog orders apart from driven ones). Crash decisions key on its
+/// trace ID, so the same seed crashes on the same orders in every run.
+std::string trace_of(std::uint64_t seed, std::uint64_t space, long i) {
+  char buf[56];
+  auto n = static_cast<std::uint64_t>(i);
+  std::snprintf(buf, sizeof(buf), "00-%016llx%016llx-%016llx-01",
+                static_cast<unsigned long long>(mix(seed, space)),
+                static_cast<unsigned long long>(mix(seed ^ space, n)),
+                static_cast<unsigned long long>(mix(n, seed) | 1));
+  return buf;
 }
 
 struct drive_stats {
@@ -82,9 +103,11 @@ void drive(const std::string& url, const config::settings& cfg,
                  {{{"sku", "sku-" + std::to_string(i % 13)},
                    {"qty", 1 + i % 4},
                    {"price_cents", 100 + i % 1000}}}}};
+      auto trace = trace_of(cfg.chaos.seed, 1, i);
       httplib::Headers headers{
         {"Idempotency-Key", "chaos-" + std::to_string(cfg.chaos.seed) + "-" +
-                              run_id + "-" + std::to_string(i)}};
+                              run_id + "-" + std::to_string(i)},
+        {"traceparent", trace}};
       std::string reply;
       if (post_until_answered(cli, "/orders", headers, body.dump(), deadline,
                               stats, &reply) != 201) {
@@ -96,8 +119,9 @@ void drive(const std::string& url, const config::settings& cfg,
         continue;
       auto id = json::parse(reply).value("order_id", "");
       // 409 "already cancelled" means an earlier attempt got through.
-      auto status = post_until_answered(cli, "/orders/" + id + "/cancel", {},
-                                        "", deadline, stats, nullptr);
+      auto status = post_until_answered(cli, "/orders/" + id + "/cancel",
+                                        {{"traceparent", trace}}, "", deadline,
+                                        stats, nullptr);
       if (status == 202 || status == 409)
         ++stats.cancelled;
       else
@@ -133,34 +157,160 @@ bool quiescent(const config::settings& cfg, const endpoints& ep) {
   return true;
 }
 
+/// The tree and its HTTP front, restartable on new endpoints (a new broker)
+/// with the same port, metrics and crash decisions.
+class pipeline {
+public:
+  pipeline(caf::actor_system& sys, config::settings cfg,
+           std::shared_ptr<telemetry> metrics, std::shared_ptr<chaos> faults)
+      : sys_(sys), cfg_(std::move(cfg)), metrics_(std::move(metrics)),
+        faults_(std::move(faults)) {}
+  ~pipeline() { stop(); }
+
+  void start(const endpoints& where) {
+    root_ = ef::start(sys_, cfg_, where, metrics_, faults_);
+    http_ = std::make_unique<http_frontend>(sys_, root_, cfg_, metrics_, where);
+    cfg_.http.port = http_->start(); // later starts reuse the port
+  }
+  void stop() {
+    if (!root_)
+      return;
+    http_.reset();
+    caf::anon_send_exit(root_, caf::exit_reason::user_shutdown);
+    root_ = caf::actor{};
+    sys_.await_all_actors_done();
+  }
+  std::string url() const { return http_->url(); }
+  const caf::actor& root() const { return root_; }
+
+private:
+  caf::actor_system& sys_;
+  config::settings cfg_;
+  std::shared_ptr<telemetry> metrics_;
+  std::shared_ptr<chaos> faults_;
+  caf::actor root_;
+  std::unique_ptr<http_frontend> http_;
+};
+
+long outbox_unsent(const std::string& dsn) {
+  persistence::durable_counts c;
+  persistence::check_database(dsn, {}, c);
+  return c.unsent;
+}
+
+/// Peak resident set size of this process, in MiB (VmHWM).
+double peak_rss_mib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0)
+      return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
 } // namespace
 
 int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
   auto started = clock::now();
   runtime rt(cfg);
+  if ((plan.broker_restarts > 0 || plan.backlog_past_retention) &&
+      !rt.broker()) {
+    std::cerr << "chaos: --broker-restarts and --backlog-past-retention need "
+                 "the in-process broker (leave kafka.brokers empty)"
+              << std::endl;
+    return 2;
+  }
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{caf_cfg};
   auto registry = std::make_shared<telemetry>();
-  auto root = start(sys, cfg, rt.where(), registry);
-  http_frontend http(sys, root, cfg, registry, rt.where());
-  http.start();
+  auto faults = std::make_shared<chaos>(cfg.chaos, registry);
   spdlog::warn("chaos: {} orders, concurrency {}, points [{}], rate {}, "
-               "seed {}",
+               "seed {}, broker restarts {}, backlog {}{}",
                plan.orders, plan.concurrency, cfg.chaos.points.size(),
-               cfg.chaos.rate, cfg.chaos.seed);
+               cfg.chaos.rate, cfg.chaos.seed, plan.broker_restarts,
+               plan.backlog,
+               plan.backlog_past_retention ? " (past retention)" : "");
+  json phases = json::object();
+  auto phase_started = clock::now();
+  auto end_phase = [&](const char* name) {
+    phases[name] =
+      std::chrono::duration<double>(clock::now() - phase_started).count();
+    phase_started = clock::now();
+  };
+  persistence::migrate(rt.where().database_dsn);
+  if (plan.backlog > 0) {
+    persistence::backlog_spec spec;
+    spec.orders = plan.backlog;
+    spec.shards = cfg.relay.shards;
+    spec.traceparent = [&](long i) { return trace_of(cfg.chaos.seed, 2, i); };
+    spec.progress = [&](long n) {
+      if (n % 100000 == 0 || n == plan.backlog)
+        spdlog::warn("chaos: backlog {} of {} orders written", n, plan.backlog);
+    };
+    persistence::write_backlog(rt.where().database_dsn, spec);
+    end_phase("backlog_write");
+    if (plan.backlog_past_retention) {
+      // The relays publish the whole backlog while no consumer runs: the
+      // broker keeps only its last few MiB per partition.
+      auto down = cfg;
+      down.consumer.enabled.clear();
+      pipeline relays_only(sys, down, registry, faults);
+      relays_only.start(rt.where());
+      while (outbox_unsent(rt.where().database_dsn) > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      relays_only.stop();
+      end_phase("backlog_publish_without_consumers");
+    }
+  }
+  pipeline pipe(sys, cfg, registry, faults);
+  pipe.start(rt.where());
   drive_stats stats;
-  drive(http.url(), cfg, plan, stats);
+  std::atomic<bool> driving{true};
+  std::thread driver([&] {
+    drive(pipe.url(), cfg, plan, stats);
+    driving = false;
+  });
+  // Broker restarts at evenly spaced points of the drive.
+  int restarts_done = 0;
+  for (int k = 1; k <= plan.broker_restarts; ++k) {
+    auto goal = static_cast<long>(plan.orders) * k / (plan.broker_restarts + 1);
+    while (driving && stats.created < goal)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    pipe.stop();
+    rt.restart_broker();
+    pipe.start(rt.where());
+    ++restarts_done;
+    spdlog::warn("chaos: broker restart {} of {} done at {} orders", k,
+                 plan.broker_restarts, stats.created.load());
+  }
+  driver.join();
   auto driven = clock::now();
+  end_phase("drive");
   auto deadline = driven + std::chrono::seconds(plan.timeout_s);
   bool settled = false;
-  while (!(settled = quiescent(cfg, rt.where())) && clock::now() < deadline)
+  auto next_progress = clock::now() + std::chrono::seconds(5);
+  while (!(settled = quiescent(cfg, rt.where())) && clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (clock::now() > next_progress) {
+      next_progress = clock::now() + std::chrono::seconds(5);
+      persistence::durable_counts c;
+      persistence::check_database(rt.where().database_dsn, {}, c);
+      spdlog::warn("chaos: settling: {} events, {} unsent, {} marks of {}",
+                   c.events, c.unsent, c.marks,
+                   c.events * static_cast<long>(cfg.consumer.enabled.size()));
+    }
+  }
   auto settled_at = clock::now();
-  auto metrics = counters(sys, root);
-  http.stop();
-  caf::anon_send_exit(root, caf::exit_reason::user_shutdown);
-  sys.await_all_actors_done();
+  end_phase("settle");
+  auto metrics = counters(sys, pipe.root());
+  pipe.stop();
   auto result = verify(cfg, rt.where().database_dsn, rt.where().kafka_brokers);
+  auto repairs = persistence::repair_store(rt.where().database_dsn).summary();
+  auto crashed = faults->injected();
+  std::uint64_t digest = 1469598103934665603ULL;
+  for (auto& line : crashed)
+    for (unsigned char ch : line + "\n")
+      digest = (digest ^ ch) * 1099511628211ULL;
 
   auto secs = [](clock::duration d) {
     return std::chrono::duration<double>(d).count();
@@ -208,6 +358,19 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
                        {"settle", secs(settled_at - driven)},
                        {"total", secs(clock::now() - started)}};
   report["settled"] = settled;
+  report["phases_seconds"] = phases;
+  report["broker_restarts"] = restarts_done;
+  report["backlog"] = plan.backlog;
+  report["backlog_past_retention"] = plan.backlog_past_retention;
+  report["broker_epochs"] = repairs.epoch;
+  report["consumer_gaps"] = repairs.gaps;
+  report["events_republished"] = repairs.republished_total;
+  report["peak_rss_mib"] = peak_rss_mib();
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(digest));
+  report["crashes"] = {
+    {"count", crashed.size()}, {"digest", hex}, {"injected", crashed}};
   report["verification"] = json::parse(to_json(result));
   bool ok = settled && result.ok() && stats.failed == 0;
   report["ok"] = ok;
@@ -223,6 +386,12 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
               << " duplicates suppressed, " << v["retries"] << " retries\n";
   std::cout << "  restarts: " << total_restarts << " " << restarts.dump()
             << "\n  crashes by point: " << crashes.dump()
+            << "\n  injected crashes: " << crashed.size() << " (digest " << hex
+            << ")"
+            << "\n  broker restarts: " << restarts_done << ", broker epochs "
+            << repairs.epoch << ", consumer gaps " << repairs.gaps
+            << ", events republished " << repairs.republished_total
+            << "\n  peak RSS: " << static_cast<long>(peak_rss_mib()) << " MiB"
             << "\n  client retries: " << stats.retries
             << ", client failures: " << stats.failed
             << "\n  time: " << report["seconds"].dump() << "\n"

@@ -14,6 +14,15 @@ struct chaos_plan {
   double cancel_share = 0.2; ///< share of orders cancelled after creation
   int timeout_s = 600;       ///< bound on the wait for quiescence
   std::string report_file;   ///< JSON report, if set
+  /// Times the in-process broker is replaced by a new, empty one while the
+  /// orders stream in (the tree restarts with it, as `serve` would).
+  int broker_restarts = 0;
+  /// Orders written straight into the outbox before the run, as if they
+  /// had piled up while the pipeline was stopped.
+  long backlog = 0;
+  /// Publish the backlog while the consumers are down, so that the broker
+  /// trims it before they read it (a consumer group down past retention).
+  bool backlog_past_retention = false;
 };
 
 /// Starts the whole system (embedded or configured services), drives the

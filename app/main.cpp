@@ -14,8 +14,8 @@
 #include "app/runtime.hpp"
 #include "app/verifier.hpp"
 #include "config/reference.hpp"
-#include "persistence/embedded_postgres.hpp"
 #include "persistence/db_error.hpp"
+#include "persistence/embedded_postgres.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/repair_store.hpp"
 
@@ -343,11 +343,11 @@ int main(int argc, char** argv) {
   dlq_sub->add_flag("--dry-run", dlq.dry_run,
                     "replay/discard: show what would happen");
   republish_args rep;
-  auto* rep_sub = add(
-    "republish",
-    "publish again sent events that consumers have not applied (e.g. lost "
-    "by the broker); audited",
-    [&](const settings& cfg) { return republish_command(cfg, rep); });
+  auto* rep_sub =
+    add("republish",
+        "publish again sent events that consumers have not applied (e.g. lost "
+        "by the broker); audited",
+        [&](const settings& cfg) { return republish_command(cfg, rep); });
   rep_sub->add_option("--consumer", rep.consumers,
                       "only events this consumer has not applied (repeat; "
                       "default: every enabled consumer)");
@@ -382,8 +382,21 @@ int main(int argc, char** argv) {
             cfg.http.port = 0; // never collide with a running serve
           return ef::app::run_chaos(cfg, plan);
         });
-  chaos->add_option("--orders", plan.orders, "orders to place")
-    ->check(CLI::Range(1, 10000000));
+  chaos->add_option("--orders", plan.orders, "orders to place over HTTP")
+    ->check(CLI::Range(0, 10000000));
+  chaos
+    ->add_option("--broker-restarts", plan.broker_restarts,
+                 "replace the in-process broker by an empty one this many "
+                 "times while the orders stream in")
+    ->check(CLI::Range(0, 100));
+  chaos
+    ->add_option("--backlog", plan.backlog,
+                 "orders written straight into the outbox before the run, "
+                 "as if piled up while the pipeline was stopped")
+    ->check(CLI::Range(0L, 100000000L));
+  chaos->add_flag("--backlog-past-retention", plan.backlog_past_retention,
+                  "publish the backlog while the consumers are down, so the "
+                  "broker trims it before they read it");
   chaos->add_option("--concurrency", plan.concurrency, "HTTP clients")
     ->check(CLI::Range(1, 256));
   chaos

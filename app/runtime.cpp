@@ -12,7 +12,7 @@ broker_topics(const config::settings& cfg) {
           {config::dlq_topic_of(cfg), cfg.kafka.partitions}};
 }
 
-runtime::runtime(const config::settings& cfg) {
+runtime::runtime(const config::settings& cfg) : cfg_(cfg) {
   if (cfg.database.url.empty()) {
     persistence::embedded_postgres::options opts;
     opts.data_dir = cfg.database.data_dir;
@@ -34,6 +34,17 @@ runtime::runtime(const config::settings& cfg) {
   } else {
     endpoints_.kafka_brokers = cfg.kafka.brokers;
   }
+}
+
+void runtime::restart_broker() {
+  if (!broker_)
+    throw std::runtime_error("the broker is not hosted by this process");
+  broker_.reset();
+  broker_ = std::make_unique<kafka::embedded_broker>(
+    cfg_.kafka.embedded_brokers, broker_topics(cfg_));
+  endpoints_.kafka_brokers = broker_->bootstrap_servers();
+  spdlog::info("restarted the in-process Kafka broker (empty) at {}",
+               endpoints_.kafka_brokers);
 }
 
 runtime::~runtime() {

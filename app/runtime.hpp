@@ -20,6 +20,11 @@ public:
 
   const endpoints& where() const { return endpoints_; }
 
+  /// Replaces the in-process broker by a new, empty one (new addresses), as
+  /// a restart of `serve` on the embedded defaults does. Throws if this
+  /// process does not host the broker.
+  void restart_broker();
+
   /// Non-null only when this process hosts the broker.
   kafka::embedded_broker* broker() { return broker_.get(); }
   /// Non-null only when this process hosts the database.
@@ -29,6 +34,7 @@ private:
   std::unique_ptr<persistence::embedded_postgres> pg_;
   std::unique_ptr<kafka::embedded_broker> broker_;
   endpoints endpoints_;
+  config::settings cfg_;
 };
 
 /// Topics the in-process broker creates for these settings.

@@ -3,6 +3,7 @@
 #include "messages/events.hpp"
 #include "messages/ids.hpp"
 #include "persistence/connection.hpp"
+#include "persistence/order_rows.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -33,13 +34,6 @@ void prepare(pqxx::connection& c) {
             "WHERE id = $1 AND cancel_requested_at IS NULL "
             "RETURNING customer_id, total_cents");
   c.prepare("order_exists", "SELECT 1 FROM orders WHERE id = $1");
-}
-
-std::string headers_json(const std::string& traceparent) {
-  nlohmann::json h = nlohmann::json::object();
-  if (!traceparent.empty())
-    h["traceparent"] = traceparent;
-  return h.dump();
 }
 
 /// Sums line totals, refusing overflow (validation bounds make it unlikely,
@@ -94,22 +88,17 @@ create_result order_store::create(const create_order& cmd,
                 row[3].as<std::string>()};
       }
     }
-    nlohmann::json items = nlohmann::json::array();
+    std::vector<order_line> lines;
     int line = 0;
     for (auto& item : cmd.items) {
       w.exec_prepared("insert_item", r.order_id, ++line, item.sku, item.qty,
                       item.price_cents);
-      items.push_back({{"sku", item.sku},
-                       {"qty", item.qty},
-                       {"price_cents", item.price_cents}});
+      lines.push_back({item.sku, item.qty, item.price_cents});
     }
-    nlohmann::json payload{{"order_id", r.order_id},
-                           {"customer_id", cmd.customer_id},
-                           {"total_cents", total},
-                           {"items", items}};
     w.exec_prepared("insert_outbox", r.event_id, r.order_id,
                     shard_of(r.order_id, shards_), order_created_type,
-                    payload.dump(), headers_json(cmd.traceparent));
+                    created_payload(r.order_id, cmd.customer_id, total, lines),
+                    headers_json(cmd.traceparent));
     w.commit();
   } catch (...) {
     rethrow_as_db_error();

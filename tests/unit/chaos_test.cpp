@@ -81,3 +81,40 @@ TEST_CASE("chaos_is_off_without_points_or_rate") {
   chaos zero(cfg, nullptr);
   CHECK_FALSE(zero.enabled(crash_point::api_after_commit_before_reply));
 }
+
+TEST_CASE("crashes_per_event_do_not_depend_on_visit_order_or_count") {
+  // A relay visits a row once per batch it is in; batches differ between
+  // runs. The crashes a seed injects must not.
+  config::settings::chaos_section cfg;
+  cfg.points = {"relay.after_publish_before_ack"};
+  cfg.rate = 0.4;
+  cfg.seed = 11;
+  cfg.max_crashes_per_event = 3;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 300; ++i)
+    keys.push_back("trace-" + std::to_string(i) + "/OrderCreated");
+  auto visit = [&](chaos& c, const std::string& k) {
+    try {
+      c.check(crash_point::relay_after_publish_before_ack, k);
+    } catch (const injected_crash&) {
+    }
+  };
+  chaos forward(cfg, nullptr), backward(cfg, nullptr);
+  for (int round = 0; round < 6; ++round)
+    for (auto& k : keys)
+      visit(forward, k);
+  for (int round = 0; round < 9; ++round)
+    for (auto k = keys.rbegin(); k != keys.rend(); ++k)
+      visit(backward, *k);
+  CHECK_FALSE(forward.injected().empty());
+  CHECK(forward.injected() == backward.injected());
+}
+
+TEST_CASE("chaos_keys_name_the_logical_event_when_a_trace_is_given") {
+  auto tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  CHECK(chaos_key(tp, "OrderCreated", "e1") ==
+        "0af7651916cd43dd8448eb211c80319c/OrderCreated");
+  CHECK(chaos_key(tp, "OrderCancelled", "e2") ==
+        "0af7651916cd43dd8448eb211c80319c/OrderCancelled");
+  CHECK(chaos_key("", "OrderCreated", "e1") == "e1");
+}
