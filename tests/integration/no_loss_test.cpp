@@ -7,6 +7,9 @@
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "persistence/migrations.hpp"
+#include "persistence/order_store.hpp"
+#include "persistence/outbox_store.hpp"
+#include "persistence/repair_store.hpp"
 #include "tests/support/harness.hpp"
 
 #include <catch2/catch.hpp>
@@ -283,4 +286,88 @@ TEST_CASE("a_database_set_up_with_other_relay_shards_refuses_to_start_naming_"
   CHECK(out.find("relay.shards is 4") != std::string::npos);
   CHECK(out.find("relay.shards=8") != std::string::npos);
   CHECK(db.scalar<int>("SELECT count(*) FROM orders") == 0);
+}
+
+TEST_CASE("republish_command_counts_first_then_queues_what_a_consumer_never_"
+          "applied_and_records_both") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.consumer.enabled = {"fulfillment"}; // billing is down
+  kafka::embedded_broker broker{1, {{"orders", 6}, {"orders.dlq", 6}}};
+  auto brokers = broker.bootstrap_servers();
+  {
+    test::tree t(cfg, {db.dsn(), brokers});
+    for (int i = 0; i < 10; ++i)
+      REQUIRE(test::post_json(t.url(), "/orders",
+                              test::order_body("rp", 1, 100 + i))
+                .first == 201);
+    REQUIRE(
+      test::wait_until([&] { return test::quiescent(db, cfg, brokers); }));
+  }
+  auto cli = test::eventforge_binary() + " republish --database.url='" +
+             db.dsn() + "' ";
+  // Bad input is refused and changes nothing.
+  for (auto bad : {"--consumer nobody", "--since yesterday-ish",
+                   "--from-seq 9 --to-seq 2"}) {
+    auto [code, out] = test::run_command(cli + bad);
+    INFO(bad << " printed " << out);
+    CHECK(code != 0);
+  }
+  CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") ==
+        0);
+  auto [dry, dry_out] = test::run_command(cli + "--consumer billing --dry-run");
+  INFO(dry_out);
+  CHECK(dry == 0);
+  CHECK(dry_out.find("would republish 10 event(s)") != std::string::npos);
+  CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") ==
+        0);
+  // Fulfillment applied everything: nothing to do for it.
+  auto [none, none_out] = test::run_command(cli + "--consumer fulfillment");
+  CHECK(none_out.find("queued 0 event(s)") != std::string::npos);
+  auto [real, real_out] = test::run_command(cli + "--consumer billing");
+  INFO(real_out);
+  CHECK(real == 0);
+  CHECK(real_out.find("queued 10 event(s)") != std::string::npos);
+  CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL "
+                        "AND republish_count = 1") == 10);
+  CHECK(db.scalar<long>("SELECT count(*) FROM republish_log WHERE reason = "
+                        "'operator' AND actor LIKE 'cli:%' AND consumer = "
+                        "'billing'") == 2);
+  // Billing comes back: the relays republish, both consumers end with one
+  // effect per event (fulfillment suppresses the copies).
+  cfg.consumer.enabled = {"fulfillment", "billing"};
+  test::tree t(cfg, {db.dsn(), brokers});
+  REQUIRE(test::wait_until([&] { return test::quiescent(db, cfg, brokers); }));
+  CHECK(db.scalar<long>("SELECT count(*) FROM business_effects WHERE consumer "
+                        "= 'billing'") == 10);
+  CHECK(db.scalar<long>("SELECT count(*) FROM business_effects WHERE consumer "
+                        "= 'fulfillment'") == 10);
+}
+
+TEST_CASE("a_relay_marks_nothing_without_its_shard_lock_or_after_the_broker_"
+          "epoch_moved_on") {
+  test::database db;
+  persistence::migrate(db.dsn());
+  persistence::order_store orders(db.dsn(), 1);
+  auto o = orders.create({"lock", {{"sku", 1, 100}}, "", "", ""});
+  auto seq = db.scalar<std::int64_t>("SELECT seq FROM outbox");
+  persistence::outbox_store relay(db.dsn(), 0);
+  auto epoch = relay.current_epoch();
+  // Never took the lock (or lost it with its session): no mark, an error.
+  CHECK_THROWS_WITH(relay.mark_sent(epoch, {{seq, 0, 0}}),
+                    Catch::Contains("no longer holds the shard lock"));
+  CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") ==
+        1);
+  REQUIRE(relay.try_acquire_shard());
+  // The broker lost its logs while the batch was in flight.
+  persistence::repair_store(db.dsn()).begin_epoch("test: broker replaced");
+  CHECK(relay.mark_sent(epoch, {{seq, 0, 0}}) ==
+        persistence::mark_result::epoch_changed);
+  CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") ==
+        1);
+  CHECK(relay.mark_sent(relay.current_epoch(), {{seq, 3, 42}}) ==
+        persistence::mark_result::marked);
+  CHECK(db.scalar<std::string>("SELECT epoch || '/' || kafka_partition || '/' "
+                               "|| kafka_offset FROM outbox") == "2/3/42");
+  (void)o;
 }
