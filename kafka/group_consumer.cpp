@@ -81,6 +81,12 @@ group_consumer::group_consumer(const std::string& brokers,
      {"partition.assignment.strategy", "range"},
      {"log.connection.close", "false"},
      {"session.timeout.ms", std::to_string(session_timeout_ms)},
+     // The member hands records to its partition actors and pauses a
+     // partition at consumer.max-in-flight: prefetching more than a few MiB
+     // only costs memory (librdkafka's defaults allow 64 MiB and 100,000
+     // messages per partition).
+     {"queued.max.messages.kbytes", "4096"},
+     {"queued.min.messages", "1000"},
      {"fetch.wait.max.ms", std::to_string(fetch_wait_max_ms)},
      {"heartbeat.interval.ms", std::to_string(session_timeout_ms / 4)}});
   std::string err;
