@@ -91,16 +91,26 @@ int serve(const settings& cfg) {
   spdlog::info("shutting down (signal {}): draining for at most {} ms; a "
                "second signal stops at once",
                sig, timeout.count());
-  // A second signal (or a stop that hangs) ends the process at once: what
-  // it held is redelivered after the next start, so nothing is lost.
+  // A second signal, or a stop that outlives the drain timeout plus a grace
+  // for closing clients (an actor blocked in a database call cannot stop),
+  // ends the process at once: what it held is redelivered after the next
+  // start, so nothing is lost.
+  auto hard_deadline =
+    std::chrono::steady_clock::now() + timeout + std::chrono::seconds(5);
   std::atomic<bool> stopped{false};
   std::thread second_signal([&] {
     timespec slice{0, 100 * 1000 * 1000};
-    while (!stopped)
+    while (!stopped) {
       if (sigtimedwait(&signals, nullptr, &slice) > 0) {
         spdlog::warn("second signal: stopping now without draining");
         std::_Exit(1);
       }
+      if (std::chrono::steady_clock::now() > hard_deadline) {
+        spdlog::warn("the tree did not stop within the drain timeout plus "
+                     "5 s; stopping now");
+        std::_Exit(1);
+      }
+    }
   });
   http.stop(); // no new requests; those in flight are answered
   if (!tree_failed) {

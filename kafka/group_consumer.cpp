@@ -239,7 +239,8 @@ void group_consumer::close(int timeout_ms) {
   impl_->closed = true;
   // The asynchronous close leaves the group through a queue we serve
   // ourselves, so the wait has a bound (the blocking close() has none).
-  std::unique_ptr<RdKafka::Queue> q(RdKafka::Queue::create(impl_->consumer.get()));
+  std::unique_ptr<RdKafka::Queue> q(
+    RdKafka::Queue::create(impl_->consumer.get()));
   std::unique_ptr<RdKafka::Error> err(impl_->consumer->close(q.get()));
   if (err) {
     spdlog::warn("consumer {}: close failed: {}", impl_->topic, err->str());

@@ -57,8 +57,8 @@ private:
   void run() {
     auto deadline = std::chrono::steady_clock::now() + 240s;
     for (int i = next_++; i < orders_; i = next_++) {
-      auto body = test::order_body("cust-" + std::to_string(i % 23), 1 + i % 3,
-                                   100 + i);
+      auto body =
+        test::order_body("cust-" + std::to_string(i % 23), 1 + i % 3, 100 + i);
       auto key = "no-loss-" + std::to_string(i);
       while (std::chrono::steady_clock::now() < deadline) {
         auto target = url();
@@ -298,14 +298,14 @@ TEST_CASE("republish_command_counts_first_then_queues_what_a_consumer_never_"
   {
     test::tree t(cfg, {db.dsn(), brokers});
     for (int i = 0; i < 10; ++i)
-      REQUIRE(test::post_json(t.url(), "/orders",
-                              test::order_body("rp", 1, 100 + i))
-                .first == 201);
+      REQUIRE(
+        test::post_json(t.url(), "/orders", test::order_body("rp", 1, 100 + i))
+          .first == 201);
     REQUIRE(
       test::wait_until([&] { return test::quiescent(db, cfg, brokers); }));
   }
-  auto cli = test::eventforge_binary() + " republish --database.url='" +
-             db.dsn() + "' ";
+  auto cli =
+    test::eventforge_binary() + " republish --database.url='" + db.dsn() + "' ";
   // Bad input is refused and changes nothing.
   for (auto bad : {"--consumer nobody", "--since yesterday-ish",
                    "--from-seq 9 --to-seq 2"}) {
@@ -370,4 +370,67 @@ TEST_CASE("a_relay_marks_nothing_without_its_shard_lock_or_after_the_broker_"
   CHECK(db.scalar<std::string>("SELECT epoch || '/' || kafka_partition || '/' "
                                "|| kafka_offset FROM outbox") == "2/3/42");
   (void)o;
+}
+
+TEST_CASE("a_drain_that_cannot_finish_stops_at_its_timeout_and_a_second_"
+          "signal_stops_at_once") {
+  test::database db;
+  test::temp_dir dir;
+  kafka::embedded_broker broker{1, {{"orders", 6}, {"orders.dlq", 6}}};
+  auto cfg = test::test_settings();
+  auto args = [&] {
+    return std::vector<std::string>{test::eventforge_binary(),
+                                    "serve",
+                                    "--http.port=0",
+                                    "--database.url=" + db.dsn(),
+                                    "--kafka.brokers=" +
+                                      broker.bootstrap_servers(),
+                                    "--kafka.session-timeout-ms=6000",
+                                    "--kafka.fetch-wait-max-ms=20",
+                                    "--shutdown.drain-timeout-ms=3000",
+                                    "--log.level=info"};
+  };
+  for (int second_signal = 0; second_signal < 2; ++second_signal) {
+    test::child_process serve(args(), dir.path + "/serve.log");
+    auto url = test::ready_field(serve.await_line("ready"), "http");
+    REQUIRE_FALSE(url.empty());
+    REQUIRE(
+      test::post_json(url, "/orders", test::order_body("d", 1, 1)).first ==
+      201);
+    REQUIRE(test::wait_until(
+      [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
+    // Consumers stuck inside their transactions: the drain cannot finish.
+    pqxx::connection blocker(db.dsn());
+    pqxx::work hold(blocker);
+    hold.exec("LOCK TABLE processed_events IN ACCESS EXCLUSIVE MODE");
+    REQUIRE(
+      test::post_json(url, "/orders", test::order_body("d", 1, 2)).first ==
+      201);
+    std::this_thread::sleep_for(500ms); // the consumers hold the record
+    auto asked = std::chrono::steady_clock::now();
+    serve.signal(SIGTERM);
+    if (second_signal) {
+      std::this_thread::sleep_for(300ms);
+      serve.signal(SIGTERM);
+      CHECK(serve.wait() == 1);
+      CHECK(std::chrono::steady_clock::now() - asked < 2s);
+    } else {
+      // The drain gives up after 3 s; the worker blocked in the database
+      // cannot stop either, so 5 s later the process stops at once.
+      CHECK(serve.wait() == 1);
+      auto took = std::chrono::steady_clock::now() - asked;
+      CHECK(took >= 3s);
+      CHECK(took < 15s);
+    }
+    hold.abort();
+  }
+  // Nothing lost: a last start applies what the stopped ones held.
+  test::child_process serve(args(), dir.path + "/serve.log");
+  REQUIRE_FALSE(serve.await_line("ready").empty());
+  REQUIRE(test::wait_until(
+    [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
+  CHECK(db.scalar<long>("SELECT count(*) FROM business_effects") ==
+        2 * db.scalar<long>("SELECT count(*) FROM outbox"));
+  serve.signal(SIGTERM);
+  CHECK(serve.wait() == 0);
 }
