@@ -138,8 +138,7 @@ void drive(const std::string& url, const config::settings& cfg,
 /// True once the outbox is drained, every consumer marked every event and
 /// every group committed up to the log end.
 bool quiescent(const config::settings& cfg, const endpoints& ep) {
-  persistence::durable_counts c;
-  persistence::check_database(ep.database_dsn, {}, c);
+  auto c = persistence::read_counts(ep.database_dsn);
   auto consumers = static_cast<long>(cfg.consumer.enabled.size());
   if (c.unsent != 0 || c.marks < consumers * c.events)
     return false;
@@ -193,8 +192,7 @@ private:
 };
 
 long outbox_unsent(const std::string& dsn) {
-  persistence::durable_counts c;
-  persistence::check_database(dsn, {}, c);
+  auto c = persistence::read_counts(dsn);
   return c.unsent;
 }
 
@@ -295,8 +293,7 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
       clock::now() - driven < std::chrono::seconds(10) ? 200 : 1000));
     if (clock::now() > next_progress) {
       next_progress = clock::now() + std::chrono::seconds(5);
-      persistence::durable_counts c;
-      persistence::check_database(rt.where().database_dsn, {}, c);
+      auto c = persistence::read_counts(rt.where().database_dsn);
       spdlog::warn("chaos: settling: {} events, {} unsent, {} marks of {}",
                    c.events, c.unsent, c.marks,
                    c.events * static_cast<long>(cfg.consumer.enabled.size()));

@@ -33,6 +33,30 @@ void collect(pqxx::read_transaction& t, const std::string& invariant,
 
 } // namespace
 
+namespace {
+
+durable_counts counts_in(pqxx::transaction_base& t) {
+  auto c = t.exec1(
+    "SELECT (SELECT count(*) FROM orders), (SELECT count(*) FROM outbox), "
+    "(SELECT count(*) FROM outbox WHERE sent_at IS NULL), "
+    "(SELECT count(*) FROM processed_events), "
+    "(SELECT count(*) FROM business_effects)");
+  return {c[0].as<long>(), c[1].as<long>(), c[2].as<long>(), c[3].as<long>(),
+          c[4].as<long>()};
+}
+
+} // namespace
+
+durable_counts read_counts(const std::string& dsn) {
+  try {
+    auto conn = open_connection(dsn);
+    pqxx::read_transaction t(*conn);
+    return counts_in(t);
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+}
+
 std::vector<violation> check_database(const std::string& dsn,
                                       const std::vector<std::string>& consumers,
                                       durable_counts& counts) {
@@ -42,13 +66,7 @@ std::vector<violation> check_database(const std::string& dsn,
     // One snapshot for every check, so they agree with each other.
     pqxx::read_transaction t(*conn);
     t.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
-    auto c = t.exec1(
-      "SELECT (SELECT count(*) FROM orders), (SELECT count(*) FROM outbox), "
-      "(SELECT count(*) FROM outbox WHERE sent_at IS NULL), "
-      "(SELECT count(*) FROM processed_events), "
-      "(SELECT count(*) FROM business_effects)");
-    counts = {c[0].as<long>(), c[1].as<long>(), c[2].as<long>(),
-              c[3].as<long>(), c[4].as<long>()};
+    counts = counts_in(t);
     auto names = text_array(consumers);
     collect(t, "I1", "order without its OrderCreated outbox row",
             "SELECT o.id, NULL, NULL, NULL FROM orders o WHERE $1::text[] IS "

@@ -25,6 +25,10 @@ struct durable_counts {
   long effects = 0;
 };
 
+/// The row counts alone, in one snapshot (cheap: what a wait for quiescence
+/// polls; throws db_error).
+durable_counts read_counts(const std::string& dsn);
+
 /// Read-only checks of I1-I4 against the database (throws db_error).
 /// `consumers`: the consumer names whose marks and effects are expected.
 std::vector<violation> check_database(const std::string& dsn,
