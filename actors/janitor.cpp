@@ -1,7 +1,7 @@
 #include "actors/janitor.hpp"
 
 #include "actors/crash_log.hpp"
-#include "messages/atoms.hpp"
+#include "actors/round_loop.hpp"
 #include "persistence/ops_queries.hpp"
 
 #include <spdlog/spdlog.h>
@@ -29,29 +29,16 @@ bool janitor_state::sweep() {
   return more;
 }
 
+std::chrono::milliseconds janitor_state::round() {
+  return sweep() ? std::chrono::milliseconds(10)
+                 : std::chrono::milliseconds(ctx->cfg.retention.interval_ms);
+}
+
 caf::behavior janitor(caf::stateful_actor<janitor_state>* self,
                       context_ptr ctx) {
   log_crashes(self, "janitor");
   self->state.ctx = std::move(ctx);
-  self->send(self, poll_atom::value);
-  return {
-    // Between rounds nothing is held; a stopped loop starts no new round.
-    [=](drain_atom) {
-      self->state.draining = true;
-      return true;
-    },
-    [=](poll_atom) {
-      if (self->state.draining)
-        return;
-      auto& cfg = self->state.ctx->cfg.retention;
-      // A short breather between full batches lets other writers in; a
-      // long one once the backlog is gone.
-      auto delay = self->state.sweep()
-                     ? std::chrono::milliseconds(10)
-                     : std::chrono::milliseconds(cfg.interval_ms);
-      self->delayed_send(self, delay, poll_atom::value);
-    },
-  };
+  return round_loop(self);
 }
 
 } // namespace ef

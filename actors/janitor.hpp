@@ -4,6 +4,8 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
+
 namespace ef {
 
 /// Retention: deletes SENT outbox rows older than outbox.retention (and,
@@ -15,6 +17,9 @@ struct janitor_state {
   bool draining = false;
   /// One batch; returns true if a full batch went (more may be waiting).
   bool sweep();
+  /// One round: a sweep, then a short breather between full batches (lets
+  /// other writers in) or a long one once the backlog is gone.
+  std::chrono::milliseconds round();
   static inline const char* name = "janitor";
 };
 

@@ -2,7 +2,7 @@
 
 #include "actors/crash_log.hpp"
 #include "actors/event_log.hpp"
-#include "messages/atoms.hpp"
+#include "actors/round_loop.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -210,23 +210,8 @@ caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
   st.batch_size = ctx->cfg.relay.batch_size;
   st.poll_interval = std::chrono::milliseconds(ctx->cfg.relay.poll_interval_ms);
   st.ctx = std::move(ctx);
-  self->send(self, poll_atom::value);
-  return {
-    // Handled between rounds, so the batch in flight is finished and marked.
-    [=](drain_atom) {
-      self->state.draining = true;
-      return true;
-    },
-    [=](poll_atom) {
-      if (self->state.draining)
-        return;
-      auto delay = self->state.round();
-      if (delay.count() == 0)
-        self->send(self, poll_atom::value);
-      else
-        self->delayed_send(self, delay, poll_atom::value);
-    },
-  };
+  // A drain is handled between rounds: the batch in flight is marked.
+  return round_loop(self);
 }
 
 } // namespace ef

@@ -1,7 +1,7 @@
 #include "actors/repairer.hpp"
 
 #include "actors/crash_log.hpp"
-#include "messages/atoms.hpp"
+#include "actors/round_loop.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -102,19 +102,7 @@ caf::behavior repairer(caf::stateful_actor<repairer_state>* self,
                        context_ptr ctx) {
   log_crashes(self, "repairer");
   self->state.ctx = std::move(ctx);
-  self->send(self, poll_atom::value);
-  return {
-    // Between rounds nothing is held; a stopped loop starts no new round.
-    [=](drain_atom) {
-      self->state.draining = true;
-      return true;
-    },
-    [=](poll_atom) {
-      if (self->state.draining)
-        return;
-      self->delayed_send(self, self->state.round(), poll_atom::value);
-    },
-  };
+  return round_loop(self);
 }
 
 } // namespace ef

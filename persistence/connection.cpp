@@ -84,6 +84,20 @@ void rethrow_as_db_error() {
   // caller's hook): it propagates unchanged.
 }
 
+std::string array_literal(const std::vector<std::int64_t>& xs) {
+  std::string out = "{";
+  for (size_t i = 0; i < xs.size(); ++i)
+    out += (i ? "," : "") + std::to_string(xs[i]);
+  return out + "}";
+}
+
+std::string array_literal(const std::vector<std::string>& names) {
+  std::string out = "{";
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i ? "," : "") + names[i];
+  return out + "}";
+}
+
 session::session(std::string dsn, preparer prepare)
     : dsn_(std::move(dsn)), prepare_(prepare) {
   // nop

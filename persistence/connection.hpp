@@ -7,8 +7,10 @@
 
 #include <pqxx/pqxx>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ef::persistence {
 
@@ -20,6 +22,12 @@ std::unique_ptr<pqxx::connection> open_connection(const std::string& dsn);
 /// throws it; other exceptions are rethrown unchanged. Call only from inside
 /// a catch block.
 [[noreturn]] void rethrow_as_db_error();
+
+/// PostgreSQL array literals for parameters cast with ::bigint[] / ::text[]
+/// (libpqxx 6.4 has no array parameters). Text elements must be simple
+/// names (consumer names): they are not quoted.
+std::string array_literal(const std::vector<std::int64_t>& xs);
+std::string array_literal(const std::vector<std::string>& names);
 
 /// A lazily (re)opened connection with prepared statements, reopened after it
 /// broke. Stores own one each; it is not thread-safe.

@@ -137,11 +137,11 @@ apply_outcome event_applier::apply(const order_event& ev,
     auto missing = w.exec_prepared("missing_predecessors", consumer_,
                                    ev.order_id, ev.event_id);
     if (!missing.empty()) {
-      std::string seqs = "{";
+      std::vector<std::int64_t> seqs;
       for (const auto& row : missing)
-        seqs += (seqs.size() > 1 ? "," : "") + row[0].as<std::string>();
+        seqs.push_back(row[0].as<std::int64_t>());
       w.exec_prepared("unmark", consumer_, ev.event_id);
-      w.exec_prepared("requeue", seqs + "}", ev.event_id);
+      w.exec_prepared("requeue", array_literal(seqs), ev.event_id);
       w.commit();
       return apply_outcome::deferred;
     }

@@ -6,14 +6,6 @@ namespace ef::persistence {
 
 namespace {
 
-/// Postgres text[] literal of simple names.
-std::string text_array(const std::vector<std::string>& xs) {
-  std::string out = "{";
-  for (size_t i = 0; i < xs.size(); ++i)
-    out += (i ? "," : "") + xs[i];
-  return out + "}";
-}
-
 /// Runs `sql` (columns: order_id, event_id, consumer, detail) and appends
 /// one violation per row.
 void collect(pqxx::read_transaction& t, const std::string& invariant,
@@ -67,7 +59,7 @@ std::vector<violation> check_database(const std::string& dsn,
     pqxx::read_transaction t(*conn);
     t.exec("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
     counts = counts_in(t);
-    auto names = text_array(consumers);
+    auto names = array_literal(consumers);
     collect(t, "I1", "order without its OrderCreated outbox row",
             "SELECT o.id, NULL, NULL, NULL FROM orders o WHERE $1::text[] IS "
             "NOT NULL AND NOT EXISTS (SELECT 1 FROM outbox e WHERE "

@@ -3,8 +3,6 @@
 #include "persistence/connection.hpp"
 #include "persistence/lock_classes.hpp"
 
-#include <sstream>
-
 namespace ef::persistence {
 
 namespace {
@@ -12,15 +10,6 @@ namespace {
 std::string channel_of(int shard) {
   // Lowercase on purpose: LISTEN folds unquoted names, pqxx quotes them.
   return "outbox_shard_" + std::to_string(shard);
-}
-
-std::string pg_array(const std::vector<std::int64_t>& xs) {
-  std::ostringstream out;
-  out << '{';
-  for (size_t i = 0; i < xs.size(); ++i)
-    out << (i ? "," : "") << xs[i];
-  out << '}';
-  return out.str();
 }
 
 class wakeup : public pqxx::notification_receiver {
@@ -159,8 +148,8 @@ mark_result outbox_store::mark_sent(int epoch,
       return mark_result::epoch_changed; // rolls back
     owner = !w.exec_prepared("owns_shard", relay_lock_class, shard_).empty();
     if (owner) {
-      w.exec_prepared("mark_sent", epoch, pg_array(seqs), pg_array(partitions),
-                      pg_array(offsets));
+      w.exec_prepared("mark_sent", epoch, array_literal(seqs),
+                      array_literal(partitions), array_literal(offsets));
       w.commit();
     }
   } catch (...) {
@@ -179,7 +168,7 @@ void outbox_store::record_failure(const std::vector<std::int64_t>& seqs,
     return;
   try {
     pqxx::work w(*impl_->conn);
-    w.exec_prepared("record_failure", pg_array(seqs), error);
+    w.exec_prepared("record_failure", array_literal(seqs), error);
     w.commit();
   } catch (...) {
     rethrow_as_db_error();

@@ -7,14 +7,6 @@ namespace ef::persistence {
 
 namespace {
 
-/// Postgres text[] literal of simple names (consumer names are [a-z]).
-std::string text_array(const std::vector<std::string>& xs) {
-  std::string out = "{";
-  for (size_t i = 0; i < xs.size(); ++i)
-    out += (i ? "," : "") + xs[i];
-  return out + "}";
-}
-
 /// SQL condition on outbox row `o`: one of the consumers in the text[]
 /// parameter `param` has neither applied it (processed_events) nor parked it
 /// (dlq_events). The one definition of "this consumer still needs it".
@@ -50,7 +42,7 @@ long requeue_gap(pqxx::work& w, const std::string& consumer, int epoch,
                            "AND o.kafka_offset >= $3 AND o.kafka_offset < $4 "
                            "AND o.sent_at IS NOT NULL AND " +
                            unapplied_by_any("$5"),
-                         epoch, partition, from, to, text_array({consumer}));
+                         epoch, partition, from, to, array_literal({consumer}));
   return static_cast<long>(r.affected_rows());
 }
 
@@ -59,7 +51,7 @@ long requeue_gap(pqxx::work& w, const std::string& consumer, int epoch,
 std::string republish_scope::describe() const {
   std::string out;
   auto add = [&](const std::string& s) { out += (out.empty() ? "" : " ") + s; };
-  add("consumers=" + text_array(consumers));
+  add("consumers=" + array_literal(consumers));
   if (from_seq)
     add("from-seq=" + std::to_string(*from_seq));
   if (to_seq)
@@ -273,7 +265,7 @@ long repair_store::sweep_old_epochs(const std::vector<std::string>& consumers,
           unapplied_by_any("$4") +
           " RETURNING 1) SELECT (SELECT max(seq) FROM scan), (SELECT count(*) "
           "FROM gone)",
-        after, batch_size, epoch, text_array(consumers));
+        after, batch_size, epoch, array_literal(consumers));
       if (r[0].is_null()) {
         w.exec_params("UPDATE broker_epochs SET swept_at = clock_timestamp() "
                       "WHERE epoch <= $1 AND swept_at IS NULL",
@@ -304,7 +296,7 @@ long repair_store::republish(const republish_scope& scope, bool dry_run,
                         "($4::timestamptz IS NULL OR o.created_at >= $4) AND "
                         "($5::timestamptz IS NULL OR o.created_at < $5)";
     auto args = [&](auto&& run) {
-      return run(text_array(scope.consumers), scope.from_seq, scope.to_seq,
+      return run(array_literal(scope.consumers), scope.from_seq, scope.to_seq,
                  scope.since, scope.until);
     };
     long n = 0;
