@@ -1,5 +1,6 @@
 #include "actors/api_worker.hpp"
 #include "actors/crash_log.hpp"
+#include "actors/order_validation.hpp"
 #include "messages/atoms.hpp"
 #include "messages/events.hpp"
 
@@ -13,11 +14,6 @@
 namespace ef {
 
 namespace {
-
-constexpr size_t max_items = 1000;
-constexpr size_t max_text = 200;
-constexpr std::int64_t max_qty = 1000000;
-constexpr std::int64_t max_price_cents = 100000000000; // 1e9 currency units
 
 /// Maps a database failure to the API's error, logging the cause once.
 caf::error to_api_error(const persistence::db_error& e, const char* what) {
@@ -41,37 +37,9 @@ caf::error to_api_error(const persistence::db_error& e, const char* what) {
 
 } // namespace
 
-std::optional<caf::error> validate(const create_order& cmd) {
-  auto invalid = [](std::string msg, std::string field) {
-    return make_api_error(api_errc::invalid, std::move(msg), std::move(field));
-  };
-  if (cmd.customer_id.empty() || cmd.customer_id.size() > max_text)
-    return invalid("must be a non-empty string of at most 200 characters",
-                   "customer_id");
-  if (cmd.items.empty())
-    return invalid("an order needs at least one item", "items");
-  if (cmd.items.size() > max_items)
-    return invalid("at most 1000 items per order", "items");
-  for (size_t i = 0; i < cmd.items.size(); ++i) {
-    auto& item = cmd.items[i];
-    auto field = "items[" + std::to_string(i) + "].";
-    if (item.sku.empty() || item.sku.size() > max_text)
-      return invalid("must be a non-empty string of at most 200 characters",
-                     field + "sku");
-    if (item.qty <= 0 || item.qty > max_qty)
-      return invalid("must be an integer from 1 to 1000000", field + "qty");
-    if (item.price_cents < 0 || item.price_cents > max_price_cents)
-      return invalid("must be an integer from 0 to 100000000000",
-                     field + "price_cents");
-  }
-  if (cmd.idempotency_key.size() > max_text)
-    return invalid("at most 200 characters", "Idempotency-Key");
-  return std::nullopt;
-}
-
 caf::result<order_accepted> api_worker_state::create(const create_order& cmd) {
-  if (auto err = validate(cmd))
-    return std::move(*err);
+  if (auto bad = validate(cmd))
+    return make_api_error(api_errc::invalid, bad->message, bad->field);
   try {
     auto order_id = new_uuid_v7();
     auto event_id = new_uuid_v7();

@@ -11,10 +11,6 @@
 
 namespace ef {
 
-/// Checks an order command's values (the HTTP layer checks JSON types; this
-/// holds for any sender). Returns the api error to reply with, if any.
-std::optional<caf::error> validate(const create_order& cmd);
-
 /// One API worker: executes order commands against its own connection, one
 /// transaction per command. Blocking (libpq), hence spawned detached.
 struct api_worker_state {

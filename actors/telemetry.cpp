@@ -185,6 +185,16 @@ std::uint64_t telemetry::sum(const std::string& name,
   return total;
 }
 
+std::map<std::string, double>
+telemetry::positive_gauges(const std::string& name) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::map<std::string, double> out;
+  for (auto& [k, v] : gauges_)
+    if (name_of(k) == name && v > 0)
+      out.emplace(k, v);
+  return out;
+}
+
 std::string telemetry::render_prometheus() const {
   std::lock_guard<std::mutex> guard{mtx_};
   std::ostringstream out;

@@ -31,6 +31,9 @@ public:
   /// All counters, by series key.
   std::map<std::string, std::uint64_t> snapshot() const;
 
+  /// Every gauge series of `name` with a value above zero, by series key.
+  std::map<std::string, double> positive_gauges(const std::string& name) const;
+
   /// Sum of every counter series of `name` whose labels include `match`.
   std::uint64_t sum(const std::string& name, const labels& match = {}) const;
 

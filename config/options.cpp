@@ -173,8 +173,23 @@ std::vector<option> make_options() {
     [](settings& s) -> std::int64_t& { return s.http.max_body_bytes; }, 1,
     64 * 1024 * 1024, "largest accepted request body; larger gets 413"));
   v.push_back(int_opt<int>(
-    "http.threads", [](settings& s) -> int& { return s.http.threads; }, 1, 256,
-    "HTTP worker threads (each keep-alive connection pins one)"));
+    "http.max-header-bytes",
+    [](settings& s) -> int& { return s.http.max_header_bytes; }, 1024,
+    1024 * 1024, "largest request line plus headers; larger gets 431"));
+  v.push_back(int_opt<int>(
+    "http.threads", [](settings& s) -> int& { return s.http.threads; }, 1, 64,
+    "HTTP I/O threads; connections do not hold one while idle or waiting "
+    "for the actors"));
+  v.push_back(int_opt<int>(
+    "http.header-timeout-ms",
+    [](settings& s) -> int& { return s.http.header_timeout_ms; }, 100,
+    600000,
+    "longest a client may take to send a request's headers, and its body "
+    "(a slow client is cut off)"));
+  v.push_back(int_opt<int>(
+    "http.idle-timeout-ms",
+    [](settings& s) -> int& { return s.http.idle_timeout_ms; }, 100, 3600000,
+    "how long a kept-alive connection may wait for its next request"));
   v.push_back(int_opt<int>(
     "http.request-timeout-ms",
     [](settings& s) -> int& { return s.http.request_timeout_ms; }, 100, 600000,

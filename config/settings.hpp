@@ -13,8 +13,11 @@ struct settings {
     std::string host = "127.0.0.1";
     int port = 8080;
     std::int64_t max_body_bytes = 64 * 1024;
-    int threads = 8;
+    int max_header_bytes = 16 * 1024;
+    int threads = 2;
     int request_timeout_ms = 5000;
+    int header_timeout_ms = 10000;
+    int idle_timeout_ms = 5000;
     std::string admin_token; ///< "[NAME:]SECRET"; empty: admin endpoints off
   } http;
 

@@ -107,6 +107,8 @@ gap_record repair_store::record_gap(const std::string& consumer,
   try {
     pqxx::work w(db_->get());
     out.epoch = w.exec1("SELECT max(epoch) FROM broker_epochs")[0].as<int>();
+    if (to <= from)
+      return out; // a first start at the log start: nothing was skipped
     out.at_risk = requeue_gap(w, consumer, out.epoch, partition, from, to);
     w.exec_params("INSERT INTO consumer_gaps (consumer, kafka_partition, "
                   "epoch, from_offset, to_offset, log_end, at_risk, "
