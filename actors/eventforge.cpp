@@ -63,6 +63,28 @@ std::vector<child_spec> consumer(const context_ptr& ctx,
            ""}};
 }
 
+/// Zero-valued series for every label this configuration knows of.
+void declare_series(telemetry& m, const config::settings& cfg) {
+  for (auto& c : cfg.consumer.enabled)
+    for (auto name :
+         {"consumer_deliveries_total", "consumer_applied_total",
+          "consumer_duplicates_suppressed_total", "consumer_retries_total",
+          "consumer_rebalances_total", "consumer_positions_lost_total",
+          "consumer_deferred_total"})
+      m.declare(name, {{"consumer", c}});
+  for (int s = 0; s < cfg.relay.shards; ++s) {
+    auto shard = std::to_string(s);
+    m.declare("relay_published_total", {{"shard", shard}});
+    m.declare("relay_publish_errors_total", {{"shard", shard}});
+    m.set("relay_waiting_for_consumers", {{"shard", shard}}, 0);
+  }
+  for (auto outcome : {"created", "replayed"})
+    m.declare("api_orders_total", {{"outcome", outcome}});
+  for (auto reason : {"consumer_gap", "broker_epoch"})
+    m.declare("repair_republished_total", {{"reason", reason}});
+  m.declare("broker_epochs_total");
+}
+
 } // namespace
 
 std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
@@ -91,6 +113,7 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
     metrics = std::make_shared<telemetry>();
   if (!faults)
     faults = std::make_shared<chaos>(cfg.chaos, metrics);
+  declare_series(*metrics, cfg);
   auto ctx = std::make_shared<context>(
     context{cfg,
             persistence::with_connect_timeout(ep.database_dsn,

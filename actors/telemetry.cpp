@@ -185,6 +185,11 @@ std::uint64_t telemetry::sum(const std::string& name,
   return total;
 }
 
+void telemetry::declare(const std::string& name, const labels& l) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  counters_.emplace(key(name, l), 0);
+}
+
 std::map<std::string, double>
 telemetry::positive_gauges(const std::string& name) const {
   std::lock_guard<std::mutex> guard{mtx_};

@@ -22,6 +22,10 @@ public:
   /// Adds `n` to the counter `name{labels}`.
   void add(const std::string& name, const labels& l = {}, std::uint64_t n = 1);
 
+  /// Makes the counter series `name{labels}` exist with 0 if it does not,
+  /// so rate() and alerts work before the first event.
+  void declare(const std::string& name, const labels& l = {});
+
   /// Sets the gauge `name{labels}`.
   void set(const std::string& name, const labels& l, double value);
 

@@ -353,8 +353,13 @@ int http_frontend::start() {
   limits.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
   limits.threads = c.threads;
   auto metrics = impl_->metrics;
+  auto routes = impl_->routes();
+  for (auto& label : routes.labels())
+    for (auto status : {"2xx", "4xx", "5xx"})
+      metrics->declare("http_requests_total",
+                       {{"route", label}, {"status", status}});
   impl_->server = std::make_unique<http::server>(
-    impl_->routes(), limits,
+    std::move(routes), limits,
     [metrics](const std::string& route, int status, double seconds) {
       metrics->add("http_requests_total",
                    {{"route", route},

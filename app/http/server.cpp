@@ -5,6 +5,7 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -155,6 +156,14 @@ router::match router::find(const std::string& method,
     m.allowed.push_back(c.r.method);
   }
   return m;
+}
+
+std::vector<std::string> router::labels() const {
+  std::vector<std::string> out;
+  for (auto& c : routes_)
+    if (std::find(out.begin(), out.end(), c.r.pattern) == out.end())
+      out.push_back(c.r.pattern);
+  return out;
 }
 
 // -- the server -------------------------------------------------------------

@@ -67,6 +67,9 @@ public:
   };
   match find(const std::string& method, const std::string& path) const;
 
+  /// Every route's pattern (the metric labels), once each.
+  std::vector<std::string> labels() const;
+
 private:
   struct compiled {
     route r;
