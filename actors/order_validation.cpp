@@ -27,8 +27,8 @@ size_t utf8_sequence(std::string_view s, size_t i) {
 std::optional<invalid_field> text_field(const std::string& value,
                                         const std::string& field) {
   if (value.empty() || utf8_length(value) > order_limits::max_text)
-    return invalid_field{field,
-                         "must be a non-empty string of at most 200 characters"};
+    return invalid_field{
+      field, "must be a non-empty string of at most 200 characters"};
   if (!is_clean_text(value))
     return invalid_field{field, "must be valid UTF-8 without control "
                                 "characters"};
@@ -74,8 +74,10 @@ std::optional<invalid_field> validate(const create_order& cmd) {
     if (auto bad = text_field(item.sku, field + "sku"))
       return bad;
     if (item.qty <= 0 || item.qty > order_limits::max_qty)
-      return invalid_field{field + "qty", "must be an integer from 1 to 1000000"};
-    if (item.price_cents < 0 || item.price_cents > order_limits::max_price_cents)
+      return invalid_field{field + "qty",
+                           "must be an integer from 1 to 1000000"};
+    if (item.price_cents < 0 ||
+        item.price_cents > order_limits::max_price_cents)
       return invalid_field{field + "price_cents",
                            "must be an integer from 0 to 100000000000"};
     std::int64_t line = 0;

@@ -148,8 +148,8 @@ struct http_frontend::impl {
       colon == std::string::npos ? configured : configured.substr(colon + 1);
     auto* auth = req.header("Authorization");
     if (!auth || auth->rfind("Bearer ", 0) != 0) {
-      auto r = response::error(401, "a bearer token is required",
-                               "Authorization");
+      auto r =
+        response::error(401, "a bearer token is required", "Authorization");
       r.headers.emplace_back("WWW-Authenticate", "Bearer");
       return r;
     }
@@ -169,9 +169,8 @@ struct http_frontend::impl {
     if (auto* refused = std::get_if<response>(&who))
       return done(std::move(*refused));
     cmd.actor = std::get<std::string>(who);
-    ask<dlq_reply>(std::move(cmd), done, [](dlq_reply& r) {
-      return response::json(200, r.json);
-    });
+    ask<dlq_reply>(std::move(cmd), done,
+                   [](dlq_reply& r) { return response::json(200, r.json); });
   }
 
   /// A DLQ entry id in a path: a positive integer, else 404.
@@ -274,18 +273,18 @@ struct http_frontend::impl {
              });
            }});
     // A cancel carries no body (none is needed; RFC 9112 allows none).
-    r.add({"POST", "/orders/{id}/cancel", [this](request& req, responder done) {
-             auto& id = req.params.at("id");
-             if (!is_uuid(id))
-               return done(response::error(404, "no such order", "order_id"));
-             ask<cancel_accepted>(cancel_order{id, traceparent_of(req)}, done,
-                                  [](cancel_accepted& a) {
-                                    return response::json(
-                                      202, json{{"order_id", a.order_id},
-                                                {"event_id", a.event_id}}
-                                             .dump());
-                                  });
-           }});
+    r.add(
+      {"POST", "/orders/{id}/cancel", [this](request& req, responder done) {
+         auto& id = req.params.at("id");
+         if (!is_uuid(id))
+           return done(response::error(404, "no such order", "order_id"));
+         ask<cancel_accepted>(
+           cancel_order{id, traceparent_of(req)}, done, [](cancel_accepted& a) {
+             return response::json(
+               202,
+               json{{"order_id", a.order_id}, {"event_id", a.event_id}}.dump());
+           });
+       }});
     r.add({"GET", "/orders/{id}", [this](request& req, responder done) {
              auto& id = req.params.at("id");
              if (!is_uuid(id))
@@ -305,9 +304,9 @@ struct http_frontend::impl {
     r.add({"GET", "/admin/dlq/groups", [this](request& req, responder done) {
              admin(req, done, {"groups", 0, "", ""});
            }});
-    for (auto [method, suffix, verb] :
-         {std::tuple{"GET", "", "show"}, {"POST", "/replay", "replay"},
-          {"POST", "/discard", "discard"}})
+    for (auto [method, suffix, verb] : {std::tuple{"GET", "", "show"},
+                                        {"POST", "/replay", "replay"},
+                                        {"POST", "/discard", "discard"}})
       r.add({method, std::string("/admin/dlq/{id}") + suffix,
              [this, verb = std::string(verb)](request& req, responder done) {
                auto id = entry_id(req);
@@ -361,9 +360,9 @@ int http_frontend::start() {
   impl_->server = std::make_unique<http::server>(
     std::move(routes), limits,
     [metrics](const std::string& route, int status, double seconds) {
-      metrics->add("http_requests_total",
-                   {{"route", route},
-                    {"status", std::to_string(status / 100) + "xx"}});
+      metrics->add(
+        "http_requests_total",
+        {{"route", route}, {"status", std::to_string(status / 100) + "xx"}});
       metrics->observe("http_request_duration_seconds", {{"route", route}},
                        seconds);
     });

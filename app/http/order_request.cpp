@@ -165,9 +165,10 @@ std::variant<create_order, refusal> parse_order(const order_request& req) {
       if (!item.is_object())
         return refusal{400, "must be an object", field};
       only_keys(item, {"sku", "qty", "price_cents"}, field + ".");
-      cmd.items.push_back({text(item, "sku", field + ".sku"),
-                           integer(item, "qty", field + ".qty"),
-                           integer(item, "price_cents", field + ".price_cents")});
+      cmd.items.push_back(
+        {text(item, "sku", field + ".sku"),
+         integer(item, "qty", field + ".qty"),
+         integer(item, "price_cents", field + ".price_cents")});
     }
     if (req.idempotency_key)
       cmd.idempotency_key = *req.idempotency_key;

@@ -139,9 +139,9 @@ router::match router::find(const std::string& method,
     for (size_t i = 0; i < segments.size() && fits; ++i) {
       auto& want = c.segments[i];
       if (want.size() > 2 && want.front() == '{' && want.back() == '}')
-        fits = !segments[i].empty() &&
-               params.emplace(want.substr(1, want.size() - 2), segments[i])
-                 .second;
+        fits =
+          !segments[i].empty() &&
+          params.emplace(want.substr(1, want.size() - 2), segments[i]).second;
       else
         fits = want == segments[i];
     }
@@ -171,8 +171,8 @@ std::vector<std::string> router::labels() const {
 namespace {
 
 const std::set<std::string>& known_methods() {
-  static const std::set<std::string> all{"GET",    "HEAD",    "POST",
-                                         "PUT",    "DELETE",  "PATCH",
+  static const std::set<std::string> all{"GET",     "HEAD",    "POST",
+                                         "PUT",     "DELETE",  "PATCH",
                                          "OPTIONS", "CONNECT", "TRACE"};
   return all;
 }
@@ -291,24 +291,20 @@ private:
     if (parser_->is_done())
       return dispatch();
     stream_.expires_after(owner_->limits.body_timeout);
-    bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec,
-                                                  size_t) {
-                        if (ec == bhttp::error::body_limit)
-                          return self->fail(413, "request body too large",
-                                            "body");
-                        if (ec == beast::error::timeout ||
-                            ec == net::error::operation_aborted ||
-                            ec == bhttp::error::end_of_stream ||
-                            ec == net::error::eof)
-                          return self->close();
-                        if (ec)
-                          return self->fail(400,
-                                            "malformed HTTP request body: " +
-                                              ec.message(),
-                                            "body");
-                        self->dispatch();
-                      });
+    bhttp::async_read(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](beast::error_code ec, size_t) {
+        if (ec == bhttp::error::body_limit)
+          return self->fail(413, "request body too large", "body");
+        if (ec == beast::error::timeout ||
+            ec == net::error::operation_aborted ||
+            ec == bhttp::error::end_of_stream || ec == net::error::eof)
+          return self->close();
+        if (ec)
+          return self->fail(400, "malformed HTTP request body: " + ec.message(),
+                            "body");
+        self->dispatch();
+      });
   }
 
   void dispatch() {
@@ -334,8 +330,8 @@ private:
       std::string allow;
       for (auto& a : m.allowed)
         allow += (allow.empty() ? "" : ", ") + a;
-      auto r = response::error(405, "method not allowed; allowed: " + allow,
-                               "method");
+      auto r =
+        response::error(405, "method not allowed; allowed: " + allow, "method");
       r.headers.emplace_back("Allow", allow);
       return respond(std::move(r));
     }
@@ -344,10 +340,9 @@ private:
     // connection's executor to write.
     auto self = shared_from_this();
     m.found->run(req, [self](response r) {
-      net::post(self->stream_.get_executor(),
-                [self, r = std::move(r)]() mutable {
-                  self->respond(std::move(r));
-                });
+      net::post(
+        self->stream_.get_executor(),
+        [self, r = std::move(r)]() mutable { self->respond(std::move(r)); });
     });
   }
 
@@ -372,21 +367,21 @@ private:
     res->prepare_payload();
     auto status = r.status;
     stream_.expires_after(owner_->limits.write_timeout);
-    bhttp::async_write(stream_, *res,
-                       [self = shared_from_this(), res, keep,
-                        status](beast::error_code ec, size_t) {
-                         self->busy_ = false;
-                         ++self->served_;
-                         if (self->owner_->on_response)
-                           self->owner_->on_response(
-                             self->label_, status,
-                             std::chrono::duration<double>(clock::now() -
-                                                           self->started_)
-                               .count());
-                         if (ec || !keep)
-                           return self->close();
-                         self->read_header();
-                       });
+    bhttp::async_write(
+      stream_, *res,
+      [self = shared_from_this(), res, keep, status](beast::error_code ec,
+                                                     size_t) {
+        self->busy_ = false;
+        ++self->served_;
+        if (self->owner_->on_response)
+          self->owner_->on_response(
+            self->label_, status,
+            std::chrono::duration<double>(clock::now() - self->started_)
+              .count());
+        if (ec || !keep)
+          return self->close();
+        self->read_header();
+      });
   }
 
   void close() {
@@ -412,8 +407,7 @@ private:
 
 void server::impl::accept() {
   acceptor.async_accept(
-    net::make_strand(ioc),
-    [this](beast::error_code ec, tcp::socket socket) {
+    net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec || stopping)
         return; // closed: stop accepting
       auto s = std::make_shared<session>(std::move(socket), this);

@@ -1,0 +1,450 @@
+// The HTTP front as clients meet it: the README's own commands, protocol
+// details (framing, keep-alive, pipelining, 100-continue, limits), refusals
+// that name the field and write nothing, slow and many clients.
+
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <fstream>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sstream>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace ef;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct api_fixture {
+  test::database db;
+  config::settings cfg;
+  kafka::embedded_broker broker;
+  std::unique_ptr<test::tree> t;
+
+  explicit api_fixture(config::settings c = test::test_settings())
+      : cfg(std::move(c)),
+        broker(1, {{cfg.kafka.topic, cfg.kafka.partitions},
+                   {cfg.kafka.topic + ".dlq", cfg.kafka.partitions}}) {
+    t = std::make_unique<test::tree>(
+      cfg, endpoints{db.dsn(), broker.bootstrap_servers()});
+  }
+
+  long rows_written() {
+    return db.scalar<long>("SELECT (SELECT count(*) FROM orders) + (SELECT "
+                           "count(*) FROM order_items) + (SELECT count(*) FROM "
+                           "outbox) + (SELECT count(*) FROM idempotency_keys)");
+  }
+  int port() const {
+    auto& url = t->url();
+    return std::stoi(url.substr(url.rfind(':') + 1));
+  }
+};
+
+/// A raw TCP connection to the server, for what HTTP client libraries hide.
+class raw_connection {
+public:
+  explicit raw_connection(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+      throw std::runtime_error("cannot connect");
+  }
+  ~raw_connection() { ::close(fd_); }
+  void send(const std::string& bytes) {
+    ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  }
+  /// Reads until `done(all so far)` holds, the peer closes, or `limit`.
+  std::string read(const std::function<bool(const std::string&)>& done,
+                   std::chrono::milliseconds limit = 5s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done(buffer_)) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    deadline - std::chrono::steady_clock::now())
+                    .count();
+      pollfd p{fd_, POLLIN, 0};
+      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0)
+        break;
+      char buf[4096];
+      auto n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) {
+        closed_ = true;
+        break;
+      }
+      buffer_.append(buf, static_cast<size_t>(n));
+    }
+    return buffer_;
+  }
+  bool closed_by_peer() {
+    read([](const std::string&) { return false; }, 3s);
+    return closed_;
+  }
+
+private:
+  int fd_ = -1;
+  std::string buffer_;
+  bool closed_ = false;
+};
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+/// The curl commands of the README's example block.
+std::vector<std::string> readme_commands() {
+  std::ifstream in(std::string(EF_SOURCE_DIR) + "/README.md");
+  std::vector<std::string> out;
+  std::string line, cmd;
+  bool in_example = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("Then, for example", 0) == 0)
+      in_example = true;
+    if (!in_example)
+      continue;
+    if (line.rfind("curl ", 0) == 0 || !cmd.empty()) {
+      auto continued = !line.empty() && line.back() == '\\';
+      cmd += continued ? line.substr(0, line.size() - 1) : line;
+      if (!continued) {
+        out.push_back(cmd);
+        cmd.clear();
+      }
+    }
+    if (line == "```" && !out.empty())
+      break;
+  }
+  return out;
+}
+
+std::string replace_all(std::string s, const std::string& what,
+                        const std::string& with) {
+  for (auto at = s.find(what); at != std::string::npos;
+       at = s.find(what, at + with.size()))
+    s.replace(at, what.size(), with);
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("the_readme_commands_create_get_cancel_without_a_body_and_get_"
+          "again") {
+  api_fixture f;
+  auto commands = readme_commands();
+  REQUIRE(commands.size() == 3);
+  auto host = "127.0.0.1:" + std::to_string(f.port());
+  auto run = [&](std::string cmd, const std::string& order_id) {
+    cmd = replace_all(cmd, "localhost:8080", host);
+    cmd = replace_all(cmd, "<order_id>", order_id);
+    auto [code, out] = test::run_command(cmd);
+    INFO(cmd << " printed " << out);
+    REQUIRE(code == 0);
+    return out;
+  };
+  auto created = run(commands[0], "");
+  auto order_id = test::json_field(created, "order_id");
+  REQUIRE(order_id.size() == 36);
+  CHECK(f.db.scalar<long>("SELECT total_cents FROM orders WHERE id = '" +
+                          order_id + "'") == 3000);
+  CHECK(f.db.scalar<std::string>("SELECT string_agg(event_type, ',') FROM "
+                                 "outbox WHERE order_id = '" +
+                                 order_id + "'") == "OrderCreated");
+  auto shown = run(commands[1], order_id);
+  CHECK(test::json_field(shown, "order_id") == order_id);
+  CHECK(test::json_field(shown, "customer_id") == "c1");
+  // The cancel sends no body at all: no Content-Length, no chunks.
+  auto cancelled = run(commands[2], order_id);
+  CHECK(test::json_field(cancelled, "order_id") == order_id);
+  auto cancel_event = test::json_field(cancelled, "event_id");
+  CHECK(f.db.scalar<std::string>("SELECT event_type FROM outbox WHERE "
+                                 "event_id = '" +
+                                 cancel_event + "'") == "OrderCancelled");
+  CHECK(f.db.scalar<bool>("SELECT cancel_requested_at IS NOT NULL FROM "
+                          "orders WHERE id = '" +
+                          order_id + "'"));
+  REQUIRE(test::wait_until([&] {
+    return test::quiescent(f.db, f.cfg, f.broker.bootstrap_servers());
+  }));
+  auto again = nlohmann::json::parse(run(commands[1], order_id));
+  CHECK(again["status"] == "cancelled");
+  CHECK(again["events"].size() == 2);
+  CHECK(f.db.scalar<long>("SELECT count(*) FROM business_effects WHERE "
+                          "order_id = '" +
+                          order_id + "'") == 4);
+}
+
+TEST_CASE("every_refused_request_is_4xx_names_the_field_and_writes_nothing") {
+  auto cfg = test::test_settings();
+  cfg.http.admin_token = "ops:secret";
+  api_fixture f(cfg);
+  struct bad {
+    bad(std::string b, std::string f, int s = 400,
+        std::string type = "application/json", std::string k = {})
+        : body(std::move(b)), field(std::move(f)), status(s),
+          content_type(std::move(type)), key(std::move(k)) {}
+    std::string body;
+    std::string field;
+    int status;
+    std::string content_type;
+    std::string key;
+  };
+  auto order = [](const std::string& customer, const std::string& sku) {
+    return R"({"customer_id":")" + customer + R"(","items":[{"sku":")" + sku +
+           R"(","qty":1,"price_cents":1}]})";
+  };
+  std::string deep = R"({"customer_id":"c","items":[{"sku":"a","qty":1,)"
+                     R"("price_cents":1,"x":)";
+  for (int i = 0; i < 20; ++i)
+    deep += "[";
+  for (int i = 0; i < 20; ++i)
+    deep += "]";
+  deep += "}]}";
+  // 100 lines of the largest quantity at the largest price: 1e19 cents.
+  std::string huge_total = R"({"customer_id":"c","items":[)";
+  for (int i = 0; i < 100; ++i)
+    huge_total += std::string(i ? "," : "") +
+                  R"({"sku":"a","qty":1000000,"price_cents":100000000000})";
+  huge_total += "]}";
+  for (auto& b : std::vector<bad>{
+         {order("c\\u0000", "a"), "customer_id"},
+         {order("c", "a\\u0007b"), "items[0].sku"},
+         {order("c\xff\xfe", "a"), "body"},
+         {order("c", "a\xc3"), "body"},
+         {order(std::string(201, 'c'), "a"), "customer_id"},
+         {R"({"customer_id":"a","customer_id":"b","items":[]})", "customer_id"},
+         {R"({"customer_id":"c","extra":1,"items":[{"sku":"a","qty":1,)"
+          R"("price_cents":1}]})",
+          "extra"},
+         {R"({"customer_id":"c","items":[{"sku":"a","qty":1,"price_cents":1,)"
+          R"("colour":"red"}]})",
+          "items[0].colour"},
+         {deep, "body"},
+         {R"("just a string")", "body"},
+         {"", "body"},
+         {huge_total, "items"},
+         {order("c", "a"), "Content-Type", 415, "text/plain"},
+         {order("c", "a"), "Content-Type", 415,
+          "application/json; charset=latin1"},
+         {order("c", "a"), "Content-Type", 415, "application/xml"},
+         {order("c", "a"), "Idempotency-Key", 400, "application/json",
+          "has space"},
+         {order("c", "a"), "Idempotency-Key", 400, "application/json",
+          std::string(201, 'k')},
+         {order("c", "a"), "Idempotency-Key", 400, "application/json",
+          "caf\xc3\xa9"},
+       }) {
+    auto [status, body] =
+      test::post_json(f.t->url(), "/orders", b.body, b.key, b.content_type);
+    INFO("request " << b.body.substr(0, 120) << " answered " << status << " "
+                    << body);
+    CHECK(status == b.status);
+    CHECK(test::json_field(body, "field") == b.field);
+    CHECK_FALSE(test::json_field(body, "error").empty());
+  }
+  // charset=utf-8 is fine, in any case.
+  CHECK(test::post_json(f.t->url(), "/orders", order("ok", "a"), "",
+                        "Application/JSON; Charset=\"UTF-8\"")
+          .first == 201);
+  CHECK(f.rows_written() == 3); // only that order: order, item, outbox row
+  httplib::Client cli(f.t->url());
+  httplib::Headers admin{{"Authorization", "Bearer secret"}};
+  auto status = cli.Get("/admin/dlq?status=bogus", admin);
+  REQUIRE(status);
+  CHECK(status->status == 400);
+  CHECK(test::json_field(status->body, "field") == "status");
+  for (auto path : {"/orders/..%2Fx", "/orders/not-a-uuid",
+                    "/orders/0190b6a8-1234-7abc-8def-0123456789ab"}) {
+    auto r = cli.Get(path);
+    REQUIRE(r);
+    CHECK(r->status == 404);
+    CHECK(test::json_field(r->body, "field") == "order_id");
+  }
+  auto r = cli.Get("/admin/dlq/abc", admin);
+  REQUIRE(r);
+  CHECK(r->status == 404);
+  CHECK(f.rows_written() == 3);
+}
+
+TEST_CASE("protocol_details_framing_keep_alive_pipelining_continue_and_"
+          "limits") {
+  api_fixture f;
+  auto order = test::order_body("proto", 1, 100);
+  SECTION("405 names the allowed methods, unknown routes are JSON 404s") {
+    raw_connection c(f.port());
+    c.send("DELETE /orders/0190b6a8-1234-7abc-8def-0123456789ab HTTP/1.1\r\n"
+           "Host: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto got = c.read([](const std::string& s) {
+      return count_of(s, "HTTP/1.1 ") == 2 && s.rfind('}') > s.find("nope");
+    });
+    CHECK(got.find("HTTP/1.1 405") != std::string::npos);
+    CHECK(got.find("Allow: GET") != std::string::npos);
+    CHECK(got.find("HTTP/1.1 404") != std::string::npos);
+    CHECK(got.find(R"({"error":"no such route"})") != std::string::npos);
+  }
+  SECTION("pipelined requests are answered in order on one connection") {
+    raw_connection c(f.port());
+    c.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+           "GET /nope-1 HTTP/1.1\r\nHost: x\r\n\r\n"
+           "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto got = c.read(
+      [](const std::string& s) { return count_of(s, "HTTP/1.1 ") == 3; });
+    auto first = got.find("200 OK"), second = got.find("404"),
+         third = got.rfind("200 OK");
+    CHECK(first < second);
+    CHECK(second < third);
+    CHECK(third != first);
+  }
+  SECTION("a chunked body and Expect: 100-continue create an order") {
+    raw_connection c(f.port());
+    std::ostringstream chunked;
+    chunked << std::hex << order.size() / 2 << "\r\n"
+            << order.substr(0, order.size() / 2) << "\r\n"
+            << std::hex << order.size() - order.size() / 2 << "\r\n"
+            << order.substr(order.size() / 2) << "\r\n0\r\n\r\n";
+    c.send("POST /orders HTTP/1.1\r\nHost: x\r\nContent-Type: "
+           "application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+           chunked.str());
+    CHECK(c.read([](const std::string& s) {
+             return s.find("}") != std::string::npos;
+           })
+            .find("HTTP/1.1 201") != std::string::npos);
+    raw_connection e(f.port());
+    e.send("POST /orders HTTP/1.1\r\nHost: x\r\nContent-Type: "
+           "application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+           std::to_string(order.size()) + "\r\n\r\n");
+    auto interim = e.read([](const std::string& s) {
+      return s.find("\r\n\r\n") != std::string::npos;
+    });
+    CHECK(interim.rfind("HTTP/1.1 100 Continue", 0) == 0);
+    e.send(order);
+    CHECK(e.read([](const std::string& s) {
+             return s.find("201") != std::string::npos &&
+                    s.find("}") != std::string::npos;
+           })
+            .find("HTTP/1.1 201") != std::string::npos);
+    CHECK(f.db.scalar<long>("SELECT count(*) FROM orders") == 2);
+  }
+  SECTION("an oversized body is refused before it is sent, with 100-continue") {
+    raw_connection c(f.port());
+    c.send("POST /orders HTTP/1.1\r\nHost: x\r\nContent-Type: "
+           "application/json\r\nExpect: 100-continue\r\nContent-Length: "
+           "10000000\r\n\r\n");
+    auto got = c.read(
+      [](const std::string& s) { return s.find("}") != std::string::npos; });
+    CHECK(got.rfind("HTTP/1.1 413", 0) == 0);
+    CHECK(got.find("100 Continue") == std::string::npos);
+    CHECK(c.closed_by_peer());
+  }
+  SECTION("oversized and too many headers are 431; Connection: close and "
+          "HTTP/1.0 close") {
+    raw_connection big(f.port());
+    big.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " +
+             std::string(20000, 'a') + "\r\n\r\n");
+    CHECK(big
+            .read([](const std::string& s) {
+              return s.find("}") != std::string::npos;
+            })
+            .rfind("HTTP/1.1 431", 0) == 0);
+    raw_connection many(f.port());
+    std::string headers;
+    for (int i = 0; i < 150; ++i)
+      headers += "X-H" + std::to_string(i) + ": v\r\n";
+    many.send("GET /healthz HTTP/1.1\r\nHost: x\r\n" + headers + "\r\n");
+    CHECK(many
+            .read([](const std::string& s) {
+              return s.find("}") != std::string::npos;
+            })
+            .rfind("HTTP/1.1 431", 0) == 0);
+    raw_connection closing(f.port());
+    closing.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: "
+                 "close\r\n\r\n");
+    CHECK(closing.closed_by_peer());
+    raw_connection old(f.port());
+    old.send("GET /healthz HTTP/1.0\r\n\r\n");
+    CHECK(old.closed_by_peer());
+  }
+  CHECK(f.db.scalar<long>("SELECT count(*) FROM orders") <= 2);
+}
+
+TEST_CASE("a_client_trickling_its_headers_holds_no_thread_and_is_cut_off") {
+  auto cfg = test::test_settings();
+  cfg.http.threads = 1; // one I/O thread: a held thread would stall all
+  cfg.http.header_timeout_ms = 3000;
+  api_fixture f(cfg);
+  raw_connection slow(f.port());
+  std::atomic<bool> done{false};
+  std::thread trickle([&] {
+    std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    for (size_t i = 0; i < request.size() + 10 && !done; ++i) {
+      slow.send(i < request.size() ? request.substr(i, 1) : "z");
+      std::this_thread::sleep_for(1s);
+    }
+  });
+  // Meanwhile other clients are served at once.
+  httplib::Client cli(f.t->url());
+  for (int i = 0; i < 5; ++i) {
+    auto started = std::chrono::steady_clock::now();
+    auto r = cli.Get("/healthz");
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(std::chrono::steady_clock::now() - started < 1s);
+    std::this_thread::sleep_for(300ms);
+  }
+  // The header timeout closes the slow connection.
+  CHECK(slow.closed_by_peer());
+  done = true;
+  trickle.join();
+}
+
+TEST_CASE("two_hundred_fifty_six_keep_alive_clients_are_all_answered") {
+  api_fixture f;
+  constexpr int clients = 256;
+  std::atomic<long> created{0}, answered{0}, failed{0};
+  std::atomic<long> slowest_ms{0};
+  auto until = std::chrono::steady_clock::now() + 5s;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c)
+    threads.emplace_back([&, c] {
+      httplib::Client cli(f.t->url());
+      cli.set_keep_alive(true);
+      cli.set_read_timeout(10, 0);
+      for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
+        auto started = std::chrono::steady_clock::now();
+        auto r =
+          i % 4 == 0
+            ? cli.Post("/orders",
+                       test::order_body("many-" + std::to_string(c), 1, 1),
+                       "application/json")
+            : cli.Get("/healthz");
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::steady_clock::now() - started)
+                    .count();
+        for (auto seen = slowest_ms.load();
+             ms > seen && !slowest_ms.compare_exchange_weak(seen, ms);)
+          ;
+        if (!r || (r->status != 200 && r->status != 201)) {
+          ++failed;
+          continue;
+        }
+        ++answered;
+        created += r->status == 201 ? 1 : 0;
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  INFO("answered " << answered << ", slowest " << slowest_ms << " ms");
+  CHECK(failed == 0);
+  CHECK(answered > clients);
+  CHECK(f.db.scalar<long>("SELECT count(*) FROM orders") == created);
+}
