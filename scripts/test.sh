@@ -6,3 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 ctest --test-dir build -j "$(nproc)" --output-on-failure "$@"
+# A short, time-bounded fuzz run of the order parser (libFuzzer, clang).
+bash scripts/fuzz.sh "${EF_FUZZ_SECONDS:-60}"

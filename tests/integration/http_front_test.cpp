@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <arpa/inet.h>
+#include <filesystem>
 #include <fstream>
 #include <netinet/in.h>
 #include <poll.h>
@@ -447,4 +448,27 @@ TEST_CASE("two_hundred_fifty_six_keep_alive_clients_are_all_answered") {
   CHECK(failed == 0);
   CHECK(answered > clients);
   CHECK(f.db.scalar<long>("SELECT count(*) FROM orders") == created);
+}
+
+TEST_CASE("the_fuzz_seed_corpus_replayed_over_http_never_gets_a_5xx_and_only_"
+          "accepted_orders_write_rows") {
+  api_fixture f;
+  namespace fs = std::filesystem;
+  long accepted = 0, refused = 0;
+  for (auto& entry : fs::directory_iterator(std::string(EF_SOURCE_DIR) +
+                                            "/tests/fuzz/corpus")) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::string body((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    auto [status, reply] = test::post_json(f.t->url(), "/orders", body);
+    INFO(entry.path().filename() << " answered " << status << " " << reply);
+    CHECK(status > 0);
+    CHECK(status < 500);
+    (status == 201 ? accepted : refused) += 1;
+  }
+  CHECK(accepted >= 2);
+  CHECK(refused >= 8);
+  // Exactly the accepted orders exist, each with its outbox row.
+  CHECK(f.db.scalar<long>("SELECT count(*) FROM orders") == accepted);
+  CHECK(f.db.scalar<long>("SELECT count(*) FROM outbox") == accepted);
 }
