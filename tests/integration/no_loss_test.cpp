@@ -406,7 +406,13 @@ TEST_CASE("a_drain_that_cannot_finish_stops_at_its_timeout_and_a_second_"
     REQUIRE(
       test::post_json(url, "/orders", test::order_body("d", 1, 2)).first ==
       201);
-    std::this_thread::sleep_for(500ms); // the consumers hold the record
+    // Wait until a consumer actually holds the record, blocked on the lock:
+    // only then can the drain not finish.
+    REQUIRE(test::wait_until([&] {
+      return db.scalar<long>(
+               "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
+               "'Lock' AND query LIKE 'INSERT INTO processed_events%'") > 0;
+    }));
     auto asked = std::chrono::steady_clock::now();
     serve.signal(SIGTERM);
     if (second_signal) {
