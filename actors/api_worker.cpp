@@ -37,57 +37,140 @@ caf::error to_api_error(const persistence::db_error& e, const char* what) {
 
 } // namespace
 
-caf::result<order_accepted> api_worker_state::create(const create_order& cmd) {
-  if (auto bad = validate(cmd))
-    return make_api_error(api_errc::invalid, bad->message, bad->field);
+void api_worker_state::enqueue(pending_write w) {
+  pending.push_back(std::move(w));
+  if (pending.size() >= static_cast<size_t>(ctx->cfg.api.batch_max)) {
+    flush();
+    return;
+  }
+  if (flush_scheduled)
+    return;
+  flush_scheduled = true;
+  // With no wait, the flush message queues behind whatever arrived while the
+  // previous transaction ran: the batch is exactly the backlog, and a lone
+  // command pays no delay.
+  auto wait = std::chrono::microseconds(ctx->cfg.api.batch_wait_us);
+  if (wait.count() == 0)
+    self->send(self, flush_atom::value);
+  else
+    self->delayed_send(self, wait, flush_atom::value);
+}
+
+namespace {
+
+api_worker_state::outcome run(persistence::order_writer& w,
+                              const api_worker_state::pending_write& p) {
+  if (auto* c = std::get_if<create_order>(&p.cmd))
+    return w.create(*c, p.order_id, p.event_id);
+  auto& c = std::get<cancel_order>(p.cmd);
+  return w.cancel(c.order_id, c.traceparent);
+}
+
+const char* what_of(const api_worker_state::pending_write& p) {
+  return std::holds_alternative<create_order>(p.cmd) ? "create order"
+                                                     : "cancel order";
+}
+
+} // namespace
+
+void api_worker_state::flush() {
+  flush_scheduled = false;
+  if (pending.empty())
+    return;
+  auto batch = std::move(pending);
+  pending.clear();
+  ctx->metrics->observe("api_batch_size", {},
+                        static_cast<double>(batch.size()));
+  std::vector<outcome> results(batch.size());
   try {
-    auto order_id = new_uuid_v7();
-    auto event_id = new_uuid_v7();
-    event_log::hop("accepted", order_id, event_id, cmd.traceparent,
-                   {{"customer_id", cmd.customer_id}});
-    auto r = store->create(cmd, order_id, event_id);
-    if (r.outcome == persistence::create_result::key_conflict)
-      return make_api_error(api_errc::conflict,
-                            "Idempotency-Key was already used with a "
-                            "different request body",
-                            "Idempotency-Key");
-    bool replayed = r.outcome == persistence::create_result::replayed;
-    event_log::hop(replayed ? "replayed" : "committed", r.order_id, r.event_id,
-                   cmd.traceparent);
-    // The window where the client never sees the reply: its keyed retry
-    // must get the same order back.
-    if (!replayed)
-      ctx->faults->check(
-        crash_point::api_after_commit_before_reply,
-        chaos_key(cmd.traceparent, order_created_type, r.event_id));
-    ctx->metrics->add("api_orders_total",
-                      {{"outcome", replayed ? "replayed" : "created"}});
-    return order_accepted{r.order_id, r.event_id, r.status, replayed};
+    store->write([&](persistence::order_writer& w) {
+      for (size_t i = 0; i < batch.size(); ++i)
+        results[i] = run(w, batch[i]);
+    });
   } catch (const persistence::db_error& e) {
-    return to_api_error(e, "create order");
+    using persistence::db_errc;
+    bool isolatable =
+      e.code() == db_errc::transient || e.code() == db_errc::permanent;
+    if (batch.size() == 1 || !isolatable) {
+      // Nothing was written (or, in doubt, the same for every command).
+      for (auto& p : batch)
+        p.reply.deliver(to_api_error(e, what_of(p)));
+      return;
+    }
+    // One command (or a deadlock with another batch) failed the shared
+    // transaction: run each alone, so only the culprit gets the error.
+    spdlog::info("api: batch of {} failed ({}); retrying one at a time",
+                 batch.size(), e.what());
+    for (auto& p : batch) {
+      outcome o;
+      try {
+        store->write([&](persistence::order_writer& w) { o = run(w, p); });
+      } catch (const persistence::db_error& one) {
+        p.reply.deliver(to_api_error(one, what_of(p)));
+        continue;
+      }
+      answer(p, o);
+    }
+    return;
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    try {
+      answer(batch[i], results[i]);
+    } catch (...) {
+      // A crash between commit and reply (chaos): the commands after it are
+      // committed but unanswered, exactly what a client sees when a server
+      // dies after its commit.
+      for (size_t j = i + 1; j < batch.size(); ++j)
+        batch[j].reply.deliver(make_api_error(
+          api_errc::unavailable,
+          "the API actor stopped after the commit; the outcome is unknown, "
+          "retry with the same Idempotency-Key"));
+      throw;
+    }
   }
 }
 
-caf::result<cancel_accepted> api_worker_state::cancel(const cancel_order& cmd) {
-  if (!is_uuid(cmd.order_id))
-    return make_api_error(api_errc::not_found, "no such order", "order_id");
-  try {
-    auto r = store->cancel(cmd.order_id, cmd.traceparent);
+void api_worker_state::answer(pending_write& p, const outcome& o) {
+  if (auto* c = std::get_if<cancel_order>(&p.cmd)) {
+    auto& r = std::get<persistence::cancel_result>(o);
     switch (r.outcome) {
     case persistence::cancel_result::not_found:
-      return make_api_error(api_errc::not_found, "no such order", "order_id");
+      p.reply.deliver(
+        make_api_error(api_errc::not_found, "no such order", "order_id"));
+      return;
     case persistence::cancel_result::already_cancelled:
-      return make_api_error(api_errc::conflict, "order already cancelled",
-                            "order_id");
+      p.reply.deliver(make_api_error(api_errc::conflict,
+                                     "order already cancelled", "order_id"));
+      return;
     case persistence::cancel_result::cancelled:
       break;
     }
-    event_log::hop("committed", cmd.order_id, r.event_id, cmd.traceparent,
+    event_log::hop("committed", c->order_id, r.event_id, c->traceparent,
                    {{"event_type", "OrderCancelled"}});
-    return cancel_accepted{cmd.order_id, r.event_id};
-  } catch (const persistence::db_error& e) {
-    return to_api_error(e, "cancel order");
+    p.reply.deliver(cancel_accepted{c->order_id, r.event_id});
+    return;
   }
+  auto& cmd = std::get<create_order>(p.cmd);
+  auto& r = std::get<persistence::create_result>(o);
+  if (r.outcome == persistence::create_result::key_conflict) {
+    p.reply.deliver(make_api_error(api_errc::conflict,
+                                   "Idempotency-Key was already used with a "
+                                   "different request body",
+                                   "Idempotency-Key"));
+    return;
+  }
+  bool replayed = r.outcome == persistence::create_result::replayed;
+  event_log::hop(replayed ? "replayed" : "committed", r.order_id, r.event_id,
+                 cmd.traceparent);
+  // The window where the client never sees the reply: its keyed retry must
+  // get the same order back.
+  if (!replayed)
+    ctx->faults->check(
+      crash_point::api_after_commit_before_reply,
+      chaos_key(cmd.traceparent, order_created_type, r.event_id));
+  ctx->metrics->add("api_orders_total",
+                    {{"outcome", replayed ? "replayed" : "created"}});
+  p.reply.deliver(order_accepted{r.order_id, r.event_id, r.status, replayed});
 }
 
 caf::result<order_view> api_worker_state::view(const get_order& cmd) {
@@ -108,14 +191,36 @@ caf::behavior api_worker(caf::stateful_actor<api_worker_state>* self,
   // The store connects lazily, so a worker starts even while the database is
   // down and answers 503 until it is back.
   log_crashes(self, "api");
+  self->state.self = self;
   self->state.store.emplace(ctx->dsn, ctx->cfg.relay.shards);
   self->state.ctx = std::move(ctx);
   return {
-    [=](create_order& cmd) { return self->state.create(cmd); },
-    [=](cancel_order& cmd) { return self->state.cancel(cmd); },
+    [=](create_order& cmd) -> caf::result<order_accepted> {
+      if (auto bad = validate(cmd))
+        return make_api_error(api_errc::invalid, bad->message, bad->field);
+      api_worker_state::pending_write w{std::move(cmd), new_uuid_v7(),
+                                        new_uuid_v7(),
+                                        self->make_response_promise()};
+      auto& c = std::get<create_order>(w.cmd);
+      event_log::hop("accepted", w.order_id, w.event_id, c.traceparent,
+                     {{"customer_id", c.customer_id}});
+      self->state.enqueue(std::move(w));
+      return caf::delegated<order_accepted>();
+    },
+    [=](cancel_order& cmd) -> caf::result<cancel_accepted> {
+      if (!is_uuid(cmd.order_id))
+        return make_api_error(api_errc::not_found, "no such order", "order_id");
+      self->state.enqueue(
+        {std::move(cmd), {}, {}, self->make_response_promise()});
+      return caf::delegated<cancel_accepted>();
+    },
     [=](get_order& cmd) { return self->state.view(cmd); },
-    // Commands are answered one at a time: nothing is held between them.
-    [=](drain_atom) { return true; },
+    [=](flush_atom) { self->state.flush(); },
+    // Commits what is gathered; nothing is held after that.
+    [=](drain_atom) {
+      self->state.flush();
+      return true;
+    },
   };
 }
 

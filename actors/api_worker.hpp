@@ -8,16 +8,37 @@
 
 #include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 namespace ef {
 
-/// One API worker: executes order commands against its own connection, one
-/// transaction per command. Blocking (libpq), hence spawned detached.
+/// One API worker: executes order commands against its own connection.
+/// Creates and cancels that arrive while a transaction runs are gathered and
+/// committed together in the next one (group commit, up to api.batch-max);
+/// each still gets its own answer, and one that fails never fails the
+/// others. Blocking (libpq), hence spawned detached.
 struct api_worker_state {
+  /// A write command waiting for the next commit, with its reply channel.
+  struct pending_write {
+    std::variant<create_order, cancel_order> cmd;
+    std::string order_id; ///< create only: IDs assigned on arrival
+    std::string event_id;
+    caf::response_promise reply;
+  };
+  using outcome =
+    std::variant<persistence::create_result, persistence::cancel_result>;
+
+  caf::event_based_actor* self = nullptr;
   context_ptr ctx;
   std::optional<persistence::order_store> store;
-  caf::result<order_accepted> create(const create_order& cmd);
-  caf::result<cancel_accepted> cancel(const cancel_order& cmd);
+  std::vector<pending_write> pending;
+  bool flush_scheduled = false;
+
+  void enqueue(pending_write w);
+  /// Commits everything pending in one transaction and answers each command.
+  void flush();
+  void answer(pending_write& w, const outcome& o);
   caf::result<order_view> view(const get_order& cmd);
   static inline const char* name = "api";
 };

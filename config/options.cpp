@@ -182,8 +182,7 @@ std::vector<option> make_options() {
     "for the actors"));
   v.push_back(int_opt<int>(
     "http.header-timeout-ms",
-    [](settings& s) -> int& { return s.http.header_timeout_ms; }, 100,
-    600000,
+    [](settings& s) -> int& { return s.http.header_timeout_ms; }, 100, 600000,
     "longest a client may take to send a request's headers, and its body "
     "(a slow client is cut off)"));
   v.push_back(int_opt<int>(
@@ -258,6 +257,17 @@ std::vector<option> make_options() {
   v.push_back(int_opt<int>(
     "api.workers", [](settings& s) -> int& { return s.api.workers; }, 1, 64,
     "API actors, each with its own database connection"));
+  v.push_back(int_opt<int>(
+    "api.batch-max", [](settings& s) -> int& { return s.api.batch_max; }, 1,
+    10000,
+    "most order commands one API actor commits in one transaction (group "
+    "commit); 1 turns batching off"));
+  v.push_back(int_opt<int>(
+    "api.batch-wait-us",
+    [](settings& s) -> int& { return s.api.batch_wait_us; }, 0, 1000000,
+    "how long an API actor waits for more commands before committing; 0 "
+    "commits as soon as no more are queued (they gather while the previous "
+    "transaction runs)"));
   // -- relay ---------------------------------------------------------------
   v.push_back(int_opt<int>(
     "relay.shards", [](settings& s) -> int& { return s.relay.shards; }, 1, 1024,

@@ -42,6 +42,8 @@ struct settings {
 
   struct api_section {
     int workers = 4;
+    int batch_max = 64;
+    int batch_wait_us = 0;
   } api;
 
   struct relay_section {

@@ -12,27 +12,50 @@ namespace ef::persistence {
 namespace {
 
 void prepare(pqxx::connection& c) {
-  c.prepare("claim_key",
-            "INSERT INTO idempotency_keys (key, request_fingerprint, "
-            "order_id, event_id) VALUES ($1, $2, $3, $4) "
-            "ON CONFLICT (key) DO NOTHING RETURNING 1");
+  // One statement per order: the key claim decides whether the order, its
+  // items and its outbox row are inserted at all. Foreign keys are checked
+  // at the end of the statement, so the key may name the order it precedes.
+  c.prepare("create_order", R"sql(
+    WITH key_claim AS (
+      INSERT INTO idempotency_keys (key, request_fingerprint, order_id,
+                                    event_id)
+      SELECT $1, $2, $3, $4 WHERE $1 <> ''
+      ON CONFLICT (key) DO NOTHING RETURNING 1),
+    go AS (SELECT $1 = '' OR EXISTS (SELECT 1 FROM key_claim) AS ok),
+    new_order AS (
+      INSERT INTO orders (id, customer_id, status, total_cents)
+      SELECT $3, $5, 'created', $6 FROM go WHERE ok),
+    new_items AS (
+      INSERT INTO order_items (order_id, line, sku, qty, price_cents)
+      SELECT $3, t.line, t.sku, t.qty, t.price_cents
+      FROM go, ROWS FROM (jsonb_to_recordset($7::jsonb)
+                          AS (sku text, qty bigint, price_cents bigint))
+               WITH ORDINALITY AS t(sku, qty, price_cents, line)
+      WHERE ok),
+    new_event AS (
+      INSERT INTO outbox (event_id, order_id, shard, event_type, payload,
+                          headers)
+      SELECT $4, $3, $8, $9, $10::jsonb, $11::jsonb FROM go WHERE ok)
+    SELECT ok FROM go)sql");
+  // A concurrent command with the same key blocked in the claim above until
+  // the first committed; this reads the winner (a new snapshot per
+  // statement under READ COMMITTED, so it sees that commit or our own row).
   c.prepare("find_key",
             "SELECT k.request_fingerprint, k.order_id, k.event_id, o.status "
             "FROM idempotency_keys k JOIN orders o ON o.id = k.order_id "
             "WHERE k.key = $1");
-  c.prepare("insert_order",
-            "INSERT INTO orders (id, customer_id, status, total_cents) "
-            "VALUES ($1, $2, 'created', $3)");
-  c.prepare("insert_item", "INSERT INTO order_items (order_id, line, sku, "
-                           "qty, price_cents) VALUES ($1, $2, $3, $4, $5)");
-  c.prepare("insert_outbox",
-            "INSERT INTO outbox (event_id, order_id, shard, event_type, "
-            "payload, headers) VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb)");
-  c.prepare("request_cancel",
-            "UPDATE orders SET cancel_requested_at = clock_timestamp(), "
-            "updated_at = clock_timestamp() "
-            "WHERE id = $1 AND cancel_requested_at IS NULL "
-            "RETURNING customer_id, total_cents");
+  c.prepare("cancel_order", R"sql(
+    WITH cancelled AS (
+      UPDATE orders SET cancel_requested_at = clock_timestamp(),
+                        updated_at = clock_timestamp()
+      WHERE id = $1 AND cancel_requested_at IS NULL
+      RETURNING id, customer_id, total_cents)
+    INSERT INTO outbox (event_id, order_id, shard, event_type, payload,
+                        headers)
+    SELECT $2, c.id, $3, $4,
+           jsonb_build_object('order_id', c.id, 'customer_id', c.customer_id,
+                              'total_cents', c.total_cents), $5::jsonb
+    FROM cancelled c RETURNING 1)sql");
   c.prepare("order_exists", "SELECT 1 FROM orders WHERE id = $1");
 }
 
@@ -51,12 +74,73 @@ std::int64_t order_total(const create_order& cmd) {
 
 } // namespace
 
+struct order_writer::impl {
+  pqxx::work& w;
+  int shards;
+};
+
+create_result order_writer::create(const create_order& cmd,
+                                   const std::string& order_id,
+                                   const std::string& event_id) {
+  auto total = order_total(cmd);
+  std::vector<order_line> lines;
+  nlohmann::json items = nlohmann::json::array();
+  for (auto& item : cmd.items) {
+    lines.push_back({item.sku, item.qty, item.price_cents});
+    items.push_back({{"sku", item.sku},
+                     {"qty", item.qty},
+                     {"price_cents", item.price_cents}});
+  }
+  auto& w = impl_.w;
+  auto go = w.exec_prepared1(
+    "create_order", cmd.idempotency_key, cmd.request_fingerprint, order_id,
+    event_id, cmd.customer_id, total, items.dump(),
+    shard_of(order_id, impl_.shards), order_created_type,
+    created_payload(order_id, cmd.customer_id, total, lines),
+    headers_json(cmd.traceparent));
+  if (go[0].as<bool>())
+    return {create_result::created, order_id, event_id, "created"};
+  auto row = w.exec_prepared1("find_key", cmd.idempotency_key);
+  auto outcome = row[0].as<std::string>() == cmd.request_fingerprint
+                   ? create_result::replayed
+                   : create_result::key_conflict;
+  return {outcome, row[1].as<std::string>(), row[2].as<std::string>(),
+          row[3].as<std::string>()};
+}
+
+cancel_result order_writer::cancel(const std::string& order_id,
+                                   const std::string& traceparent) {
+  cancel_result r{cancel_result::cancelled, new_uuid_v7()};
+  auto& w = impl_.w;
+  auto row = w.exec_prepared("cancel_order", order_id, r.event_id,
+                             shard_of(order_id, impl_.shards),
+                             order_cancelled_type, headers_json(traceparent));
+  if (!row.empty())
+    return r;
+  auto exists = w.exec_prepared("order_exists", order_id);
+  return {exists.empty() ? cancel_result::not_found
+                         : cancel_result::already_cancelled,
+          {}};
+}
+
 order_store::order_store(std::string dsn, int shards)
     : db_(std::make_unique<session>(std::move(dsn), prepare)), shards_(shards) {
   // nop
 }
 
 order_store::~order_store() = default;
+
+void order_store::write(const std::function<void(order_writer&)>& body) {
+  try {
+    pqxx::work w(db_->get());
+    order_writer::impl i{w, shards_};
+    order_writer writer(i);
+    body(writer);
+    w.commit();
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+}
 
 create_result order_store::create(const create_order& cmd) {
   return create(cmd, new_uuid_v7(), new_uuid_v7());
@@ -65,69 +149,15 @@ create_result order_store::create(const create_order& cmd) {
 create_result order_store::create(const create_order& cmd,
                                   const std::string& order_id,
                                   const std::string& event_id) {
-  create_result r{create_result::created, order_id, event_id, "created"};
-  auto total = order_total(cmd);
-  try {
-    pqxx::work w(db_->get());
-    // The key row references the order, so the order goes first.
-    w.exec_prepared("insert_order", r.order_id, cmd.customer_id, total);
-    if (!cmd.idempotency_key.empty()) {
-      // A concurrent request with the same key blocks here until the first
-      // commits, then sees zero rows and reads the winner below.
-      auto claimed =
-        w.exec_prepared("claim_key", cmd.idempotency_key,
-                        cmd.request_fingerprint, r.order_id, r.event_id);
-      if (claimed.empty()) {
-        w.abort();
-        pqxx::read_transaction rt(db_->get());
-        auto row = rt.exec_prepared1("find_key", cmd.idempotency_key);
-        auto outcome = row[0].as<std::string>() == cmd.request_fingerprint
-                         ? create_result::replayed
-                         : create_result::key_conflict;
-        return {outcome, row[1].as<std::string>(), row[2].as<std::string>(),
-                row[3].as<std::string>()};
-      }
-    }
-    std::vector<order_line> lines;
-    int line = 0;
-    for (auto& item : cmd.items) {
-      w.exec_prepared("insert_item", r.order_id, ++line, item.sku, item.qty,
-                      item.price_cents);
-      lines.push_back({item.sku, item.qty, item.price_cents});
-    }
-    w.exec_prepared("insert_outbox", r.event_id, r.order_id,
-                    shard_of(r.order_id, shards_), order_created_type,
-                    created_payload(r.order_id, cmd.customer_id, total, lines),
-                    headers_json(cmd.traceparent));
-    w.commit();
-  } catch (...) {
-    rethrow_as_db_error();
-  }
+  create_result r;
+  write([&](order_writer& w) { r = w.create(cmd, order_id, event_id); });
   return r;
 }
 
 cancel_result order_store::cancel(const std::string& order_id,
                                   const std::string& traceparent) {
-  cancel_result r{cancel_result::cancelled, new_uuid_v7()};
-  try {
-    pqxx::work w(db_->get());
-    auto row = w.exec_prepared("request_cancel", order_id);
-    if (row.empty()) {
-      auto exists = w.exec_prepared("order_exists", order_id);
-      return {exists.empty() ? cancel_result::not_found
-                             : cancel_result::already_cancelled,
-              {}};
-    }
-    nlohmann::json payload{{"order_id", order_id},
-                           {"customer_id", row[0][0].as<std::string>()},
-                           {"total_cents", row[0][1].as<std::int64_t>()}};
-    w.exec_prepared("insert_outbox", r.event_id, order_id,
-                    shard_of(order_id, shards_), order_cancelled_type,
-                    payload.dump(), headers_json(traceparent));
-    w.commit();
-  } catch (...) {
-    rethrow_as_db_error();
-  }
+  cancel_result r;
+  write([&](order_writer& w) { r = w.cancel(order_id, traceparent); });
   return r;
 }
 

@@ -2,6 +2,7 @@
 
 #include "messages/order_messages.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,6 +29,28 @@ struct cancel_result {
   std::string event_id;
 };
 
+/// Writes order commands into one open transaction; handed out by
+/// order_store::write. Each command is one statement (one round trip), and
+/// nothing is durable until write() commits.
+class order_writer {
+public:
+  /// Inserts order, items, idempotency key and the OrderCreated outbox row,
+  /// or, when the key was claimed before (by an earlier commit or by a
+  /// command earlier in this transaction), reports replayed/key_conflict
+  /// and writes nothing.
+  create_result create(const create_order& cmd, const std::string& order_id,
+                       const std::string& event_id);
+  /// Records the cancel request and the OrderCancelled outbox row.
+  cancel_result cancel(const std::string& order_id,
+                       const std::string& traceparent);
+
+private:
+  friend class order_store;
+  struct impl;
+  explicit order_writer(impl& i) : impl_(i) {}
+  impl& impl_;
+};
+
 /// The API's view of the database: writes an order and its outbox event in
 /// one transaction. One instance per API actor (owns one connection). All
 /// member functions throw db_error on database failures.
@@ -36,14 +59,19 @@ public:
   order_store(std::string dsn, int shards);
   ~order_store();
 
-  /// Inserts order, items, idempotency key and the OrderCreated outbox row in
-  /// ONE transaction: a failure anywhere leaves none of them.
+  /// Runs `body` inside ONE transaction and commits it: every command it
+  /// wrote becomes durable together (group commit) or, if anything throws,
+  /// none does.
+  void write(const std::function<void(order_writer&)>& body);
+
+  /// One order in its own transaction: order, items, idempotency key and
+  /// the OrderCreated outbox row, all or none.
   create_result create(const create_order& cmd);
   /// Same, with IDs chosen by the caller (so it can log them first).
   create_result create(const create_order& cmd, const std::string& order_id,
                        const std::string& event_id);
 
-  /// Records the cancel request and the OrderCancelled outbox row in one
+  /// One cancel request and its OrderCancelled outbox row, in its own
   /// transaction.
   cancel_result cancel(const std::string& order_id,
                        const std::string& traceparent);
