@@ -72,7 +72,7 @@ bool chaos::decide(std::uint64_t seed, crash_point p,
   return u < rate;
 }
 
-void chaos::evaluate(crash_point p, const std::string& event_id) {
+bool chaos::decide_and_count(crash_point p, const std::string& event_id) {
   bool crash = false;
   {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -84,11 +84,16 @@ void chaos::evaluate(crash_point p, const std::string& event_id) {
       ++v.crashes;
   }
   if (!crash)
-    return;
+    return false;
   if (metrics_)
     metrics_->add("chaos_crashes_total", {{"point", to_string(p)}});
   spdlog::debug("chaos: crashing at {} for event {}", to_string(p), event_id);
-  throw injected_crash(p);
+  return true;
+}
+
+void chaos::evaluate(crash_point p, const std::string& event_id) {
+  if (decide_and_count(p, event_id))
+    throw injected_crash(p);
 }
 
 std::vector<std::string> chaos::injected() const {

@@ -68,6 +68,14 @@ public:
       evaluate(p, event_id);
   }
 
+  /// Visits `p` for `event_id` like check(), but reports the decision
+  /// instead of throwing: true means a crash was injected (and counted) and
+  /// the caller must throw injected_crash(p) itself. For a batch, whose
+  /// every event reaches the point at once.
+  bool fires(crash_point p, const std::string& event_id) {
+    return enabled(p) && decide_and_count(p, event_id);
+  }
+
   /// The pure decision function.
   static bool decide(std::uint64_t seed, crash_point p,
                      const std::string& event_id, int attempt, double rate);
@@ -78,6 +86,7 @@ public:
 
 private:
   void evaluate(crash_point p, const std::string& event_id);
+  bool decide_and_count(crash_point p, const std::string& event_id);
 
   unsigned mask_ = 0;
   double rate_ = 0;

@@ -141,32 +141,10 @@ partition_worker_state::attempt(const partition_record& rec) {
     auto outcome = applier->apply(*ev, [&] {
       ctx->faults->check(crash_point::consumer_before_db_commit, crash_key);
     });
-    switch (outcome) {
-    case persistence::apply_outcome::order_missing:
+    if (outcome == persistence::apply_outcome::order_missing)
       return failure{failure_class::transient, "order_missing",
                      "order " + ev->order_id + " not found"};
-    case persistence::apply_outcome::duplicate:
-      ctx->metrics->add("consumer_duplicates_suppressed_total", who);
-      event_log::hop("suppressed", ev->order_id, ev->event_id, trace,
-                     {{"consumer", consumer}});
-      break;
-    case persistence::apply_outcome::deferred:
-      // Not applied, not lost: it comes again behind its predecessors.
-      ctx->metrics->add("consumer_deferred_total", who);
-      event_log::hop("deferred", ev->order_id, ev->event_id, trace,
-                     {{"consumer", consumer}});
-      spdlog::info("{}: event {} of order {} waits for an earlier event of "
-                   "its order; both are queued again",
-                   consumer, ev->event_id, ev->order_id);
-      break;
-    case persistence::apply_outcome::applied:
-      ctx->metrics->add("consumer_applied_total", who);
-      event_log::hop("applied", ev->order_id, ev->event_id, trace,
-                     {{"consumer", consumer}});
-      ctx->metrics->observe("end_to_end_seconds", who,
-                            seconds_since(ev->occurred_at));
-      break;
-    }
+    note(*ev, outcome, trace);
     ctx->metrics->observe(
       "consumer_handler_seconds", who,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
@@ -183,6 +161,123 @@ partition_worker_state::attempt(const partition_record& rec) {
     spdlog::info("{}: released the next parked event of order {}", consumer,
                  ev->order_id);
   return std::nullopt;
+}
+
+void partition_worker_state::note(const order_event& ev,
+                                  persistence::apply_outcome outcome,
+                                  const std::string& trace) {
+  telemetry::labels who{{"consumer", consumer}};
+  switch (outcome) {
+  case persistence::apply_outcome::order_missing:
+    break; // a failure: the caller retries it
+  case persistence::apply_outcome::duplicate:
+    ctx->metrics->add("consumer_duplicates_suppressed_total", who);
+    event_log::hop("suppressed", ev.order_id, ev.event_id, trace,
+                   {{"consumer", consumer}});
+    break;
+  case persistence::apply_outcome::deferred:
+    // Not applied, not lost: it comes again behind its predecessors.
+    ctx->metrics->add("consumer_deferred_total", who);
+    event_log::hop("deferred", ev.order_id, ev.event_id, trace,
+                   {{"consumer", consumer}});
+    spdlog::info("{}: event {} of order {} waits for an earlier event of "
+                 "its order; both are queued again",
+                 consumer, ev.event_id, ev.order_id);
+    break;
+  case persistence::apply_outcome::applied:
+    ctx->metrics->add("consumer_applied_total", who);
+    event_log::hop("applied", ev.order_id, ev.event_id, trace,
+                   {{"consumer", consumer}});
+    ctx->metrics->observe("end_to_end_seconds", who,
+                          seconds_since(ev.occurred_at));
+    break;
+  }
+}
+
+size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
+  auto limit =
+    std::min(pending.size(), static_cast<size_t>(ctx->cfg.consumer.batch_max));
+  if (limit < 2 || attempts > 0 || singles_left > 0)
+    return 0;
+  // Only plain deliveries share a transaction; a DLQ replay, a record that
+  // cannot be decoded or one behind a parked event ends the batch and takes
+  // the one-at-a-time path with its own rules.
+  std::vector<order_event> evs;
+  for (size_t i = 0; i < limit; ++i) {
+    auto& rec = pending[i];
+    if (!rec.header("dlq.replay_of").empty())
+      break;
+    std::string error;
+    auto ev = kafka::decode_value(rec.value, rec.key, error);
+    failure blocked;
+    if (!ev ||
+        (ev->event_type != order_created_type &&
+         ev->event_type != order_cancelled_type) ||
+        blocked_behind_parked(*ev, rec, blocked))
+      break;
+    evs.push_back(std::move(*ev));
+  }
+  if (evs.size() < 2)
+    return 0;
+  telemetry::labels who{{"consumer", consumer}};
+  std::vector<std::string> crash_keys;
+  for (size_t i = 0; i < evs.size(); ++i) {
+    auto& rec = pending[i];
+    ctx->metrics->add("consumer_deliveries_total", who);
+    auto& trace = rec.header("traceparent");
+    event_log::hop("delivered", evs[i].order_id, evs[i].event_id, trace,
+                   {{"consumer", consumer},
+                    {"partition", std::to_string(rec.partition)},
+                    {"offset", std::to_string(rec.offset)}});
+    crash_keys.push_back(consumer + "/" +
+                         chaos_key(trace, evs[i].event_type, evs[i].event_id));
+  }
+  auto started = std::chrono::steady_clock::now();
+  std::vector<persistence::apply_outcome> outcomes;
+  try {
+    outcomes = applier->apply_batch(evs, [&] {
+      // Each event keeps its own crash decision; any of them rolls back the
+      // whole batch, and every record of it is delivered again.
+      for (auto& key : crash_keys)
+        ctx->faults->check(crash_point::consumer_before_db_commit, key);
+    });
+  } catch (const persistence::db_error& e) {
+    spdlog::info("{} p{}: a batch of {} records failed ({}: {}); applying "
+                 "them one at a time",
+                 consumer, partition, evs.size(), to_string(e.code()),
+                 e.what());
+    singles_left = evs.size();
+    return 0;
+  }
+  ctx->metrics->observe("consumer_batch_size", who,
+                        static_cast<double>(outcomes.size()));
+  auto took =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+      .count();
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    note(evs[i], outcomes[i], pending[i].header("traceparent"));
+    ctx->metrics->observe("consumer_handler_seconds", who, took);
+  }
+  // Committed in the DB, offsets not yet. Every event of the batch reaches
+  // this point now, as it would have right after its own commit, so each
+  // gets its crash decision whatever the batch looked like; the first
+  // crash stops the actor before the records from it on are reported done.
+  auto crash_at = outcomes.size();
+  for (size_t i = 0; i < outcomes.size(); ++i)
+    if (ctx->faults->fires(crash_point::consumer_after_db_before_offset,
+                           crash_keys[i]) &&
+        crash_at == outcomes.size())
+      crash_at = i;
+  for (size_t i = 0; i < crash_at; ++i) {
+    auto& rec = pending.front();
+    self->send(group_member,
+               record_done{rec.partition, rec.offset, rec.key,
+                           rec.event_id_header, rec.header("traceparent")});
+    pending.pop_front();
+  }
+  if (crash_at < outcomes.size())
+    throw injected_crash(crash_point::consumer_after_db_before_offset);
+  return outcomes.size();
 }
 
 bool partition_worker_state::park(const partition_record& rec,
@@ -247,6 +342,8 @@ bool partition_worker_state::park(const partition_record& rec,
 std::chrono::milliseconds
 partition_worker_state::drain(caf::event_based_actor* self) {
   while (!pending.empty()) {
+    if (apply_batch(self) > 0)
+      continue;
     auto& rec = pending.front();
     auto fail = attempt(rec);
     if (fail) {
@@ -269,6 +366,8 @@ partition_worker_state::drain(caf::event_based_actor* self) {
     }
     attempts = 0;
     first_failure_at.clear();
+    if (singles_left > 0)
+      --singles_left;
     self->send(group_member,
                record_done{rec.partition, rec.offset, rec.key,
                            rec.event_id_header, rec.header("traceparent")});
@@ -300,7 +399,17 @@ partition_worker(caf::stateful_actor<partition_worker_state>* self,
   };
   return {
     [=](partition_record& rec) {
-      self->state.pending.push_back(std::move(rec));
+      auto& st = self->state;
+      st.pending.push_back(std::move(rec));
+      if (st.waiting_for_retry || st.drain_scheduled)
+        return;
+      // Queues behind the records already in the mailbox: they join the
+      // queue first and can share one transaction.
+      st.drain_scheduled = true;
+      self->send(self, flush_atom::value);
+    },
+    [=](flush_atom) {
+      self->state.drain_scheduled = false;
       if (!self->state.waiting_for_retry)
         step();
     },

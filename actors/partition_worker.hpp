@@ -35,8 +35,10 @@ struct failure {
 };
 
 /// Applies the records of ONE owned partition, strictly in offset order:
-/// each in one idempotent transaction, then tells the group member the
-/// record is done (only then may its offset be committed).
+/// consecutive records share one transaction (each behind its own
+/// idempotency mark), then the group member is told each record is done
+/// (only then may its offset be committed). Any failure falls back to one
+/// record per transaction, so the rules below apply to a single record.
 ///
 /// A transient failure is retried inline with exponential backoff and
 /// jitter, up to consumer.max-attempts, while later records wait behind it
@@ -57,6 +59,11 @@ struct partition_worker_state {
   std::int32_t partition = 0;
   std::deque<partition_record> pending;
   bool waiting_for_retry = false;
+  bool drain_scheduled = false; ///< a flush_atom is on its way
+  /// After a failed batch: records to apply one per transaction before
+  /// batching again, so a poison record is isolated exactly as without
+  /// batches.
+  size_t singles_left = 0;
   int attempts = 0;
   std::string first_failure_at;
 
@@ -66,6 +73,15 @@ struct partition_worker_state {
   /// One attempt at the front record: nullopt when done (applied,
   /// suppressed or parked), else the failure.
   std::optional<failure> attempt(const partition_record& rec);
+  /// Applies the plain records at the front of the queue in one
+  /// transaction (up to consumer.batch-max) and reports each done, in
+  /// offset order; returns how many. 0 when fewer than two qualify, during
+  /// a retry, or when the batch failed (then the one-at-a-time path takes
+  /// them).
+  size_t apply_batch(caf::event_based_actor* self);
+  /// Metrics and trace hops for one applied, suppressed or deferred event.
+  void note(const order_event& ev, persistence::apply_outcome outcome,
+            const std::string& trace);
   /// Parks `rec` in the DLQ; false if the DLQ did not acknowledge it.
   bool park(const partition_record& rec, const order_event* ev,
             const failure& why);

@@ -40,6 +40,11 @@ const std::map<std::string, family>& catalog() {
     {"api_batch_size",
      {kind::histogram, "Order commands committed per API transaction.",
       &size_buckets}},
+    {"consumer_batch_size",
+     {kind::histogram,
+      "Events applied per consumer transaction (batched "
+      "path).",
+      &size_buckets}},
     {"relay_batch_size",
      {kind::histogram, "Rows per relay publish batch.", &size_buckets}},
     {"relay_publish_ack_seconds",

@@ -311,6 +311,11 @@ std::vector<option> make_options() {
     [](settings& s) -> int& { return s.consumer.max_in_flight; }, 1, 100000,
     "records handed to a partition actor before its partition is paused"));
   v.push_back(int_opt<int>(
+    "consumer.batch-max",
+    [](settings& s) -> int& { return s.consumer.batch_max; }, 1, 10000,
+    "most consecutive records of a partition applied in one transaction "
+    "(each behind its own idempotency mark); 1 applies one per transaction"));
+  v.push_back(int_opt<int>(
     "consumer.max-attempts",
     [](settings& s) -> int& { return s.consumer.max_attempts; }, 1, 1000,
     "attempts for a record with transient failures before it goes to the "

@@ -14,7 +14,9 @@ using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using children_atom = caf::atom_constant<caf::atom("children")>;
 /// Asks a partition actor to retry the record it is holding.
 using retry_atom = caf::atom_constant<caf::atom("retry")>;
-/// Self-sent by an API actor to commit the commands it has gathered.
+/// Self-sent by an API actor or a partition actor to apply what it has
+/// gathered: it queues behind the messages already waiting, so everything
+/// that arrived meanwhile shares one transaction.
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 /// Graceful stop, asked of the root and passed down the tree: take no new
 /// work, finish and commit what is held, then answer true. Relays finish

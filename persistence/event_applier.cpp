@@ -117,47 +117,89 @@ event_applier::event_applier(std::string dsn, std::string consumer)
 
 event_applier::~event_applier() = default;
 
-apply_outcome event_applier::apply(const order_event& ev,
-                                   const std::function<void()>& before_commit) {
+namespace {
+
+void check_type(const order_event& ev) {
   if (ev.event_type != order_created_type &&
       ev.event_type != order_cancelled_type)
     throw db_error(db_errc::permanent,
                    "unknown event type \"" + ev.event_type + "\"");
+}
+
+/// The guard and the rule for one event inside `w`; leaves `w` open. Writes
+/// nothing unless the outcome is applied or deferred.
+apply_outcome apply_in(pqxx::work& w, const std::string& consumer,
+                       consumer_kind kind, const order_event& ev) {
+  // The idempotency guard: a concurrent duplicate blocks here until the
+  // first transaction ends, then inserts nothing.
+  if (w.exec_prepared("mark", consumer, ev.event_id).empty())
+    return apply_outcome::duplicate; // wrote nothing
+  auto r = w.exec_prepared("lock_order", ev.order_id);
+  if (r.empty()) {
+    w.exec_prepared("unmark", consumer, ev.event_id);
+    return apply_outcome::order_missing; // wrote nothing
+  }
+  // With the order locked, its earlier events cannot be applied by an
+  // overlapping worker meanwhile.
+  auto missing =
+    w.exec_prepared("missing_predecessors", consumer, ev.order_id, ev.event_id);
+  if (!missing.empty()) {
+    std::vector<std::int64_t> seqs;
+    for (const auto& row : missing)
+      seqs.push_back(row[0].as<std::int64_t>());
+    w.exec_prepared("unmark", consumer, ev.event_id);
+    w.exec_prepared("requeue", array_literal(seqs), ev.event_id);
+    return apply_outcome::deferred;
+  }
+  order_row o{r[0][0].as<std::string>(), r[0][1].as<std::string>(),
+              r[0][2].as<std::int64_t>()};
+  auto e = kind == consumer_kind::fulfillment
+             ? apply_fulfillment(w, ev, o)
+             : apply_billing(w, ev, o, consumer);
+  w.exec_prepared("effect", consumer, ev.event_id, ev.order_id, e.kind,
+                  e.amount_cents);
+  return apply_outcome::applied;
+}
+
+} // namespace
+
+apply_outcome event_applier::apply(const order_event& ev,
+                                   const std::function<void()>& before_commit) {
+  check_type(ev);
   try {
     pqxx::work w(db_->get());
-    // The idempotency guard: a concurrent duplicate blocks here until the
-    // first transaction ends, then inserts nothing.
-    if (w.exec_prepared("mark", consumer_, ev.event_id).empty())
-      return apply_outcome::duplicate; // rolls back: nothing to keep
-    auto r = w.exec_prepared("lock_order", ev.order_id);
-    if (r.empty())
-      return apply_outcome::order_missing; // rolls back the mark too
-    // With the order locked, its earlier events cannot be applied by an
-    // overlapping worker meanwhile.
-    auto missing = w.exec_prepared("missing_predecessors", consumer_,
-                                   ev.order_id, ev.event_id);
-    if (!missing.empty()) {
-      std::vector<std::int64_t> seqs;
-      for (const auto& row : missing)
-        seqs.push_back(row[0].as<std::int64_t>());
-      w.exec_prepared("unmark", consumer_, ev.event_id);
-      w.exec_prepared("requeue", array_literal(seqs), ev.event_id);
+    auto outcome = apply_in(w, consumer_, kind_, ev);
+    if (outcome == apply_outcome::applied && before_commit)
+      before_commit();
+    if (outcome == apply_outcome::applied || outcome == apply_outcome::deferred)
       w.commit();
-      return apply_outcome::deferred;
+    return outcome;
+  } catch (...) {
+    // A broken session is reopened by the next apply().
+    db_->reset();
+    rethrow_as_db_error();
+  }
+}
+
+std::vector<apply_outcome>
+event_applier::apply_batch(const std::vector<order_event>& evs,
+                           const std::function<void()>& before_commit) {
+  for (auto& ev : evs)
+    check_type(ev);
+  std::vector<apply_outcome> out;
+  try {
+    pqxx::work w(db_->get());
+    for (auto& ev : evs) {
+      auto outcome = apply_in(w, consumer_, kind_, ev);
+      if (outcome == apply_outcome::order_missing)
+        break; // this one needs its own retries; commit the ones before
+      out.push_back(outcome);
     }
-    order_row o{r[0][0].as<std::string>(), r[0][1].as<std::string>(),
-                r[0][2].as<std::int64_t>()};
-    auto e = kind_ == consumer_kind::fulfillment
-               ? apply_fulfillment(w, ev, o)
-               : apply_billing(w, ev, o, consumer_);
-    w.exec_prepared("effect", consumer_, ev.event_id, ev.order_id, e.kind,
-                    e.amount_cents);
     if (before_commit)
       before_commit();
     w.commit();
-    return apply_outcome::applied;
+    return out;
   } catch (...) {
-    // A broken session is reopened by the next apply().
     db_->reset();
     rethrow_as_db_error();
   }

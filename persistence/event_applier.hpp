@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ef::persistence {
 
@@ -60,6 +61,16 @@ public:
   /// right before COMMIT (a crash there rolls everything back).
   apply_outcome apply(const order_event& ev,
                       const std::function<void()>& before_commit = {});
+
+  /// Applies consecutive events of one partition in ONE transaction, in
+  /// order, each behind the same guard as apply(). Stops before the first
+  /// event whose order is missing (it needs retries of its own) and returns
+  /// the outcomes of the events before it. Any database error rolls back
+  /// all of them: the caller falls back to apply() one event at a time.
+  /// `before_commit` runs once, right before COMMIT.
+  std::vector<apply_outcome>
+  apply_batch(const std::vector<order_event>& evs,
+              const std::function<void()>& before_commit = {});
 
   const std::string& consumer() const { return consumer_; }
 
