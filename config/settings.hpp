@@ -41,7 +41,10 @@ struct settings {
   } kafka;
 
   struct api_section {
-    int workers = 4;
+    // Two: one commits while the other gathers. More workers mean more
+    // round-robin queues of unequal speed, and the slowest sets the tail
+    // latency (docs/notes/2026-12-03-batching.md).
+    int workers = 2;
     int batch_max = 64;
     int batch_wait_us = 0;
   } api;
