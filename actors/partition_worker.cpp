@@ -126,10 +126,7 @@ partition_worker_state::attempt(const partition_record& rec) {
     }
   }
   auto& trace = rec.header("traceparent");
-  event_log::hop("delivered", ev->order_id, ev->event_id, trace,
-                 {{"consumer", consumer},
-                  {"partition", std::to_string(rec.partition)},
-                  {"offset", std::to_string(rec.offset)}});
+  log_delivered(*ev, rec);
   failure blocked;
   if (blocked_behind_parked(*ev, rec, blocked))
     return blocked;
@@ -161,6 +158,23 @@ partition_worker_state::attempt(const partition_record& rec) {
     spdlog::info("{}: released the next parked event of order {}", consumer,
                  ev->order_id);
   return std::nullopt;
+}
+
+void partition_worker_state::log_delivered(const order_event& ev,
+                                           const partition_record& rec) {
+  event_log::hop("delivered", ev.order_id, ev.event_id,
+                 rec.header("traceparent"),
+                 {{"consumer", consumer},
+                  {"partition", std::to_string(rec.partition)},
+                  {"offset", std::to_string(rec.offset)}});
+}
+
+void partition_worker_state::finish_front(caf::event_based_actor* self) {
+  auto& rec = pending.front();
+  self->send(group_member,
+             record_done{rec.partition, rec.offset, rec.key,
+                         rec.event_id_header, rec.header("traceparent")});
+  pending.pop_front();
 }
 
 void partition_worker_state::note(const order_event& ev,
@@ -207,13 +221,10 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
     auto& rec = pending[i];
     if (!rec.header("dlq.replay_of").empty())
       break;
-    std::string error;
+    std::string error; // decode_value also refuses unknown event types
     auto ev = kafka::decode_value(rec.value, rec.key, error);
     failure blocked;
-    if (!ev ||
-        (ev->event_type != order_created_type &&
-         ev->event_type != order_cancelled_type) ||
-        blocked_behind_parked(*ev, rec, blocked))
+    if (!ev || blocked_behind_parked(*ev, rec, blocked))
       break;
     evs.push_back(std::move(*ev));
   }
@@ -224,13 +235,10 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
   for (size_t i = 0; i < evs.size(); ++i) {
     auto& rec = pending[i];
     ctx->metrics->add("consumer_deliveries_total", who);
-    auto& trace = rec.header("traceparent");
-    event_log::hop("delivered", evs[i].order_id, evs[i].event_id, trace,
-                   {{"consumer", consumer},
-                    {"partition", std::to_string(rec.partition)},
-                    {"offset", std::to_string(rec.offset)}});
-    crash_keys.push_back(consumer + "/" +
-                         chaos_key(trace, evs[i].event_type, evs[i].event_id));
+    log_delivered(evs[i], rec);
+    crash_keys.push_back(
+      consumer + "/" +
+      chaos_key(rec.header("traceparent"), evs[i].event_type, evs[i].event_id));
   }
   auto started = std::chrono::steady_clock::now();
   std::vector<persistence::apply_outcome> outcomes;
@@ -268,13 +276,8 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
                            crash_keys[i]) &&
         crash_at == outcomes.size())
       crash_at = i;
-  for (size_t i = 0; i < crash_at; ++i) {
-    auto& rec = pending.front();
-    self->send(group_member,
-               record_done{rec.partition, rec.offset, rec.key,
-                           rec.event_id_header, rec.header("traceparent")});
-    pending.pop_front();
-  }
+  for (size_t i = 0; i < crash_at; ++i)
+    finish_front(self);
   if (crash_at < outcomes.size())
     throw injected_crash(crash_point::consumer_after_db_before_offset);
   return outcomes.size();
@@ -368,10 +371,7 @@ partition_worker_state::drain(caf::event_based_actor* self) {
     first_failure_at.clear();
     if (singles_left > 0)
       --singles_left;
-    self->send(group_member,
-               record_done{rec.partition, rec.offset, rec.key,
-                           rec.event_id_header, rec.header("traceparent")});
-    pending.pop_front();
+    finish_front(self);
   }
   return std::chrono::milliseconds{0};
 }

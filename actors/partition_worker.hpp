@@ -79,6 +79,11 @@ struct partition_worker_state {
   /// a retry, or when the batch failed (then the one-at-a-time path takes
   /// them).
   size_t apply_batch(caf::event_based_actor* self);
+  /// The "delivered" trace hop of `rec`.
+  void log_delivered(const order_event& ev, const partition_record& rec);
+  /// Tells the group member the front record is done (its offset may be
+  /// committed) and drops it.
+  void finish_front(caf::event_based_actor* self);
   /// Metrics and trace hops for one applied, suppressed or deferred event.
   void note(const order_event& ev, persistence::apply_outcome outcome,
             const std::string& trace);
