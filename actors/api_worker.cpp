@@ -92,9 +92,12 @@ void api_worker_state::flush() {
     bool isolatable =
       e.code() == db_errc::transient || e.code() == db_errc::permanent;
     if (batch.size() == 1 || !isolatable) {
-      // Nothing was written (or, in doubt, the same for every command).
+      // Nothing was written (or, in doubt, the same for every command):
+      // one cause, logged once, one answer for all.
+      auto err =
+        to_api_error(e, batch.size() == 1 ? what_of(batch[0]) : "write batch");
       for (auto& p : batch)
-        p.reply.deliver(to_api_error(e, what_of(p)));
+        p.reply.deliver(err);
       return;
     }
     // One command (or a deadlock with another batch) failed the shared

@@ -126,8 +126,9 @@ void check_type(const order_event& ev) {
                    "unknown event type \"" + ev.event_type + "\"");
 }
 
-/// The guard and the rule for one event inside `w`; leaves `w` open. Writes
-/// nothing unless the outcome is applied or deferred.
+/// The guard and the rule for one event inside `w`; leaves `w` open. A
+/// duplicate writes nothing; order_missing leaves its mark, which the caller
+/// must not commit.
 apply_outcome apply_in(pqxx::work& w, const std::string& consumer,
                        consumer_kind kind, const order_event& ev) {
   // The idempotency guard: a concurrent duplicate blocks here until the
@@ -135,10 +136,8 @@ apply_outcome apply_in(pqxx::work& w, const std::string& consumer,
   if (w.exec_prepared("mark", consumer, ev.event_id).empty())
     return apply_outcome::duplicate; // wrote nothing
   auto r = w.exec_prepared("lock_order", ev.order_id);
-  if (r.empty()) {
-    w.exec_prepared("unmark", consumer, ev.event_id);
-    return apply_outcome::order_missing; // wrote nothing
-  }
+  if (r.empty())
+    return apply_outcome::order_missing; // the mark stays: see the callers
   // With the order locked, its earlier events cannot be applied by an
   // overlapping worker meanwhile.
   auto missing =
@@ -191,8 +190,11 @@ event_applier::apply_batch(const std::vector<order_event>& evs,
     pqxx::work w(db_->get());
     for (auto& ev : evs) {
       auto outcome = apply_in(w, consumer_, kind_, ev);
-      if (outcome == apply_outcome::order_missing)
-        break; // this one needs its own retries; commit the ones before
+      if (outcome == apply_outcome::order_missing) {
+        // This one needs its own retries; commit the ones before it only.
+        w.exec_prepared("unmark", consumer_, ev.event_id);
+        break;
+      }
       out.push_back(outcome);
     }
     if (before_commit)
