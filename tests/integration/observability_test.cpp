@@ -179,7 +179,10 @@ TEST_CASE("a_poisoned_record_moves_the_dlq_gauges_and_replay_moves_them_"
     auto text = scrape(f.t->url());
     return value_of(text, R"(dlq_entries{status="parked"})") == 0 &&
            value_of(text, R"(dlq_entries{status="replayed"})") == 2 &&
-           value_of(text, "dlq_oldest_parked_age_seconds") == 0;
+           value_of(text, "dlq_oldest_parked_age_seconds") == 0 &&
+           // "replayed" is set when the replay is published, before the
+           // consumers apply it: wait for the durable effect too.
+           f.db.scalar<int>("SELECT count(*) FROM business_effects") >= 2;
   }));
   CHECK(f.db.scalar<int>("SELECT count(*) FROM business_effects") == 2);
 }
