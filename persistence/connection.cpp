@@ -1,5 +1,8 @@
 #include "persistence/connection.hpp"
 
+#include <cctype>
+#include <cstdio>
+
 namespace ef::persistence {
 
 const char* to_string(db_errc code) {
@@ -16,15 +19,38 @@ const char* to_string(db_errc code) {
   return "unknown";
 }
 
+std::string with_dsn_param(const std::string& dsn, const std::string& key,
+                           const std::string& value) {
+  bool uri =
+    dsn.rfind("postgres://", 0) == 0 || dsn.rfind("postgresql://", 0) == 0;
+  if (uri) {
+    std::string encoded;
+    for (unsigned char ch : value) {
+      if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.') {
+        encoded += static_cast<char>(ch);
+      } else {
+        char buf[4];
+        std::snprintf(buf, sizeof(buf), "%%%02X", ch);
+        encoded += buf;
+      }
+    }
+    return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + key + "=" +
+           encoded;
+  }
+  std::string quoted = "'";
+  for (char ch : value) {
+    if (ch == '\\' || ch == '\'')
+      quoted += '\\';
+    quoted += ch;
+  }
+  quoted += "'";
+  return dsn.empty() ? key + "=" + quoted : dsn + " " + key + "=" + quoted;
+}
+
 std::string with_connect_timeout(const std::string& dsn, int seconds) {
   if (dsn.find("connect_timeout") != std::string::npos)
     return dsn;
-  auto param = "connect_timeout=" + std::to_string(seconds);
-  bool uri =
-    dsn.rfind("postgres://", 0) == 0 || dsn.rfind("postgresql://", 0) == 0;
-  if (!uri)
-    return dsn.empty() ? param : dsn + " " + param;
-  return dsn + (dsn.find('?') == std::string::npos ? "?" : "&") + param;
+  return with_dsn_param(dsn, "connect_timeout", std::to_string(seconds));
 }
 
 std::unique_ptr<pqxx::connection> open_connection(const std::string& dsn) {
@@ -92,9 +118,18 @@ std::string array_literal(const std::vector<std::int64_t>& xs) {
 }
 
 std::string array_literal(const std::vector<std::string>& names) {
+  // Every element double-quoted, with \ and " escaped: a customer ID may
+  // hold commas, braces, quotes or spaces.
   std::string out = "{";
-  for (size_t i = 0; i < names.size(); ++i)
-    out += (i ? "," : "") + names[i];
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += i ? ",\"" : "\"";
+    for (char ch : names[i]) {
+      if (ch == '"' || ch == '\\')
+        out += '\\';
+      out += ch;
+    }
+    out += '"';
+  }
   return out + "}";
 }
 

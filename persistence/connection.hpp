@@ -24,8 +24,8 @@ std::unique_ptr<pqxx::connection> open_connection(const std::string& dsn);
 [[noreturn]] void rethrow_as_db_error();
 
 /// PostgreSQL array literals for parameters cast with ::bigint[] / ::text[]
-/// (libpqxx 6.4 has no array parameters). Text elements must be simple
-/// names (consumer names): they are not quoted.
+/// (libpqxx 6.4 has no array parameters). Text elements are quoted, so any
+/// text is safe.
 std::string array_literal(const std::vector<std::int64_t>& xs);
 std::string array_literal(const std::vector<std::string>& names);
 

@@ -9,4 +9,10 @@ namespace ef::persistence {
 /// hanging a request.
 std::string with_connect_timeout(const std::string& dsn, int seconds);
 
+/// Appends `key=value` to a libpq connection string in keyword/value or URI
+/// form (quoted or percent-encoded as that form needs). Does not check
+/// whether the string already sets `key`.
+std::string with_dsn_param(const std::string& dsn, const std::string& key,
+                           const std::string& value);
+
 } // namespace ef::persistence

@@ -204,10 +204,13 @@ void embedded_postgres::start() {
   auto log = data_dir_ + "/server.log";
   // fsync is off: this cluster is for development and tests. Commits still
   // reach the kernel, so they survive any process crash (not an OS crash).
+  // Commit timestamps let `eventforge bench` read end-to-end latencies from
+  // the database's own clocks (a few bytes per transaction).
   pid_ = spawn({bin_dir_ + "/postgres", "-D", data_dir_, "-p",
                 std::to_string(port_), "-c", "listen_addresses=127.0.0.1", "-c",
                 "unix_socket_directories=", "-c", "fsync=off", "-c",
-                "full_page_writes=off", "-c", "max_connections=200"},
+                "full_page_writes=off", "-c", "max_connections=200", "-c",
+                "track_commit_timestamp=on"},
                server_account(), log, SIGINT);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   auto conninfo = dsn() + "?connect_timeout=1";

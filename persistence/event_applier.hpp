@@ -11,6 +11,31 @@ namespace ef::persistence {
 
 class session;
 
+/// SQL text a consumer runs for a transaction's events, exposed so that
+/// `eventforge bench` hands the very same statements to pgbench. Each takes
+/// the whole batch as arrays (text[] of canonical UUIDs), so a transaction
+/// costs the same few round trips for 1 event or 100.
+namespace sql {
+/// The idempotency guard: $1 consumer, $2 event IDs. Returns the event IDs
+/// it marked (the others were marked before: duplicates).
+extern const char* const mark;
+/// $1 lock class, $2 consumer, $3 order IDs.
+extern const char* const lock_orders;
+/// $1 order IDs: id, status, customer, total of those that exist.
+extern const char* const read_orders;
+/// $1 consumer, $2 order IDs: every outbox event of those orders, with
+/// whether this consumer applied or parked it.
+extern const char* const order_history;
+/// $1 consumer, $2 order IDs: this consumer's effects on those orders.
+extern const char* const order_effects;
+/// $1 order IDs, $2 statuses.
+extern const char* const set_statuses;
+/// $1 consumer, $2 event IDs, $3 order IDs, $4 kinds, $5 amounts.
+extern const char* const insert_effects;
+/// $1 customers, $2 balance changes.
+extern const char* const adjust_balances;
+} // namespace sql
+
 /// What applying one delivery did.
 enum class apply_outcome {
   /// First delivery for this consumer: mark and business change committed.
@@ -50,7 +75,9 @@ enum class consumer_kind { fulfillment, billing };
 ///   INSERT (consumer, event_id) ON CONFLICT DO NOTHING; only if inserted,
 ///   and only if every earlier event of the order was applied (or parked)
 ///   by this consumer, run the consumer's rule and append one
-///   business_effects row; commit.
+///   business_effects row; commit. The statements are set-based: the rules
+///   run in C++ over rows read once per transaction, in offset order, with
+///   exactly the outcomes of applying the events one after another.
 /// One instance per partition actor (owns one connection). Throws db_error.
 class event_applier {
 public:

@@ -15,5 +15,8 @@ constexpr int repairer_lock_class = 1702;
 /// (1703, 0), transaction-scoped: shared by every mark of sent rows,
 /// exclusive while a new broker epoch begins.
 constexpr int epoch_lock_class = 1703;
+/// (1704, hashtext(consumer/order)), transaction-scoped: one consumer applies
+/// the events of one order one at a time, even across overlapping workers.
+constexpr int consumer_order_lock_class = 1704;
 
 } // namespace ef::persistence

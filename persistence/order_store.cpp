@@ -9,13 +9,10 @@
 
 namespace ef::persistence {
 
-namespace {
-
-void prepare(pqxx::connection& c) {
-  // One statement per order: the key claim decides whether the order, its
-  // items and its outbox row are inserted at all. Foreign keys are checked
-  // at the end of the statement, so the key may name the order it precedes.
-  c.prepare("create_order", R"sql(
+// One statement per order: the key claim decides whether the order, its
+// items and its outbox row are inserted at all. Foreign keys are checked
+// at the end of the statement, so the key may name the order it precedes.
+const char* const sql::create_order = R"sql(
     WITH key_claim AS (
       INSERT INTO idempotency_keys (key, request_fingerprint, order_id,
                                     event_id)
@@ -36,7 +33,12 @@ void prepare(pqxx::connection& c) {
       INSERT INTO outbox (event_id, order_id, shard, event_type, payload,
                           headers)
       SELECT $4, $3, $8, $9, $10::jsonb, $11::jsonb FROM go WHERE ok)
-    SELECT ok FROM go)sql");
+    SELECT ok FROM go)sql";
+
+namespace {
+
+void prepare(pqxx::connection& c) {
+  c.prepare("create_order", sql::create_order);
   // A concurrent command with the same key blocked in the claim above until
   // the first committed; this reads the winner (a new snapshot per
   // statement under READ COMMITTED, so it sees that commit or our own row).

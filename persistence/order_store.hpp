@@ -11,6 +11,15 @@ namespace ef::persistence {
 
 class session;
 
+/// SQL text the hot paths run, exposed so that `eventforge bench` hands the
+/// very same statements to pgbench for its baselines.
+namespace sql {
+/// One order (key claim, order, items, OrderCreated outbox row): $1 key,
+/// $2 fingerprint, $3 order ID, $4 event ID, $5 customer, $6 total, $7 items
+/// (JSON array), $8 shard, $9 event type, $10 payload, $11 headers.
+extern const char* const create_order;
+} // namespace sql
+
 /// Outcome of writing a new order.
 struct create_result {
   enum outcome_t {

@@ -24,6 +24,28 @@ public:
 
 } // namespace
 
+const char* const sql::unsent =
+  R"sql(
+      SELECT seq, event_id, order_id, event_type, payload::text,
+             coalesce(headers->>'traceparent', ''),
+             to_char(created_at AT TIME ZONE 'UTC',
+                     'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+      FROM outbox WHERE shard = $1 AND sent_at IS NULL
+      ORDER BY seq LIMIT $2)sql";
+const char* const sql::epoch_guard =
+  "SELECT pg_advisory_xact_lock_shared($1, 0), "
+  "(SELECT max(epoch) FROM broker_epochs)";
+const char* const sql::owns_shard =
+  "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND "
+  "classid = $1 AND objid = $2 AND objsubid = 2 AND granted AND "
+  "pid = pg_backend_pid()";
+const char* const sql::mark_sent =
+  "UPDATE outbox o SET sent_at = clock_timestamp(), "
+  "publish_attempts = publish_attempts + 1, last_error = NULL, "
+  "epoch = $1, kafka_partition = x.p, kafka_offset = x.o "
+  "FROM unnest($2::bigint[], $3::int[], $4::bigint[]) "
+  "AS x(seq, p, o) WHERE o.seq = x.seq AND o.sent_at IS NULL";
+
 struct outbox_store::impl {
   std::unique_ptr<pqxx::connection> conn;
   std::unique_ptr<wakeup> listener;
@@ -34,29 +56,14 @@ outbox_store::outbox_store(std::string dsn, int shard)
   impl_->conn = open_connection(dsn);
   try {
     auto& c = *impl_->conn;
-    c.prepare("unsent", R"sql(
-      SELECT seq, event_id, order_id, event_type, payload::text,
-             coalesce(headers->>'traceparent', ''),
-             to_char(created_at AT TIME ZONE 'UTC',
-                     'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-      FROM outbox WHERE shard = $1 AND sent_at IS NULL
-      ORDER BY seq LIMIT $2)sql");
+    c.prepare("unsent", sql::unsent);
     c.prepare("current_epoch", "SELECT max(epoch) FROM broker_epochs");
     // Shared with every other marker, exclusive for an epoch change (see
     // repair_store::begin_epoch): a mark either commits before the new
     // epoch exists, or sees it and refuses.
-    c.prepare("epoch_guard", "SELECT pg_advisory_xact_lock_shared($1, 0), "
-                             "(SELECT max(epoch) FROM broker_epochs)");
-    c.prepare("owns_shard",
-              "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND "
-              "classid = $1 AND objid = $2 AND objsubid = 2 AND granted AND "
-              "pid = pg_backend_pid()");
-    c.prepare("mark_sent",
-              "UPDATE outbox o SET sent_at = clock_timestamp(), "
-              "publish_attempts = publish_attempts + 1, last_error = NULL, "
-              "epoch = $1, kafka_partition = x.p, kafka_offset = x.o "
-              "FROM unnest($2::bigint[], $3::int[], $4::bigint[]) "
-              "AS x(seq, p, o) WHERE o.seq = x.seq AND o.sent_at IS NULL");
+    c.prepare("epoch_guard", sql::epoch_guard);
+    c.prepare("owns_shard", sql::owns_shard);
+    c.prepare("mark_sent", sql::mark_sent);
     c.prepare("record_failure",
               "UPDATE outbox SET publish_attempts = publish_attempts + 1, "
               "last_error = $2 WHERE seq = ANY($1::bigint[])");

@@ -9,6 +9,19 @@
 
 namespace ef::persistence {
 
+/// SQL text the relay runs per batch, exposed so that `eventforge bench`
+/// hands the very same statements to pgbench.
+namespace sql {
+/// The claim: $1 shard, $2 limit.
+extern const char* const unsent;
+/// $1 epoch lock class.
+extern const char* const epoch_guard;
+/// $1 relay lock class, $2 shard.
+extern const char* const owns_shard;
+/// $1 epoch, $2 seqs, $3 partitions, $4 offsets (arrays).
+extern const char* const mark_sent;
+} // namespace sql
+
 /// An unsent outbox row as claimed by a relay.
 struct outbox_row {
   std::int64_t seq = 0;
