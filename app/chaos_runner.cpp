@@ -2,6 +2,7 @@
 
 #include "actors/eventforge.hpp"
 #include "app/http_frontend.hpp"
+#include "app/pipeline_host.hpp"
 #include "app/runtime.hpp"
 #include "app/verifier.hpp"
 #include "kafka/offsets.hpp"
@@ -133,77 +134,6 @@ void drive(const std::string& url, const config::settings& cfg,
     threads.emplace_back(worker);
   for (auto& t : threads)
     t.join();
-}
-
-/// True once the outbox is drained, every consumer marked every event and
-/// every group committed up to the log end.
-bool quiescent(const config::settings& cfg, const endpoints& ep) {
-  auto c = persistence::read_counts(ep.database_dsn);
-  auto consumers = static_cast<long>(cfg.consumer.enabled.size());
-  if (c.unsent != 0 || c.marks < consumers * c.events)
-    return false;
-  auto ends = kafka::log_end_offsets(ep.kafka_brokers, cfg.kafka.topic,
-                                     cfg.kafka.partitions);
-  for (auto& name : cfg.consumer.enabled) {
-    auto committed =
-      kafka::committed_offsets(ep.kafka_brokers, "eventforge." + name,
-                               cfg.kafka.topic, cfg.kafka.partitions);
-    // A partition that never received a record has no commit (-1).
-    for (size_t p = 0; p < ends.size(); ++p)
-      if (ends[p] > 0 && committed[p] != ends[p])
-        return false;
-  }
-  return true;
-}
-
-/// The tree and its HTTP front, restartable on new endpoints (a new broker)
-/// with the same port, metrics and crash decisions.
-class pipeline {
-public:
-  pipeline(caf::actor_system& sys, config::settings cfg,
-           std::shared_ptr<telemetry> metrics, std::shared_ptr<chaos> faults)
-      : sys_(sys), cfg_(std::move(cfg)), metrics_(std::move(metrics)),
-        faults_(std::move(faults)) {}
-  ~pipeline() { stop(); }
-
-  void start(const endpoints& where) {
-    root_ = ef::start(sys_, cfg_, where, metrics_, faults_);
-    http_ = std::make_unique<http_frontend>(sys_, root_, cfg_, metrics_, where);
-    cfg_.http.port = http_->start(); // later starts reuse the port
-  }
-  void stop() {
-    if (!root_)
-      return;
-    http_.reset();
-    caf::anon_send_exit(root_, caf::exit_reason::user_shutdown);
-    root_ = caf::actor{};
-    sys_.await_all_actors_done();
-  }
-  std::string url() const { return http_->url(); }
-  const caf::actor& root() const { return root_; }
-
-private:
-  caf::actor_system& sys_;
-  config::settings cfg_;
-  std::shared_ptr<telemetry> metrics_;
-  std::shared_ptr<chaos> faults_;
-  caf::actor root_;
-  std::unique_ptr<http_frontend> http_;
-};
-
-long outbox_unsent(const std::string& dsn) {
-  auto c = persistence::read_counts(dsn);
-  return c.unsent;
-}
-
-/// Peak resident set size of this process, in MiB (VmHWM).
-double peak_rss_mib() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0)
-      return std::stod(line.substr(6)) / 1024.0;
-  return 0;
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include "actors/dlq_operations.hpp"
 #include "actors/event_log.hpp"
 #include "actors/eventforge.hpp"
+#include "app/bench_runner.hpp"
 #include "app/chaos_runner.hpp"
 #include "app/cli.hpp"
 #include "app/http_frontend.hpp"
@@ -420,6 +421,46 @@ int main(int argc, char** argv) {
   chaos->add_option("--seed", seed, "shorthand for --chaos.seed");
   chaos->add_option("--rate", rate, "shorthand for --chaos.rate")
     ->check(CLI::Range(0.0, 1.0));
+  ef::app::bench_plan bench;
+  auto* bench_sub =
+    add("bench",
+        "measure throughput, latency and a backlog drain against pgbench "
+        "baselines of the same SQL; verify; report",
+        [&](settings cfg) {
+          if (cfg.http.port == 8080)
+            cfg.http.port = 0; // never collide with a running serve
+          return ef::app::run_bench(cfg, bench);
+        });
+  bench_sub
+    ->add_option("--seconds", bench.seconds,
+                 "length of each pgbench and HTTP phase")
+    ->check(CLI::Range(1, 3600));
+  bench_sub
+    ->add_option("--clients", bench.clients,
+                 "keep-alive HTTP clients, one phase each (repeat or "
+                 "comma-separate)")
+    ->delimiter(',')
+    ->check(CLI::Range(1, 4096));
+  bench_sub
+    ->add_option("--rate", bench.rate,
+                 "orders/s of the latency phase (default: half of the first "
+                 "HTTP phase)")
+    ->check(CLI::Range(0.0, 1e6));
+  bench_sub
+    ->add_option("--backlog", bench.backlog,
+                 "orders written while the pipeline is stopped, then drained "
+                 "(0: skip)")
+    ->check(CLI::Range(0L, 100000000L));
+  bench_sub
+    ->add_option("--seed-orders", bench.seed_orders,
+                 "orders in the scratch schema of the consumer and relay "
+                 "baselines")
+    ->check(CLI::Range(1000L, 100000000L));
+  bench_sub
+    ->add_option("--timeout", bench.timeout_s, "seconds to wait for each drain")
+    ->check(CLI::Range(1, 86400));
+  bench_sub->add_option("--report", bench.report_path,
+                        "write every figure as JSON");
   app
     .add_subcommand("config-reference",
                     "print the configuration reference (Markdown)")

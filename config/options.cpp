@@ -245,7 +245,9 @@ std::vector<option> make_options() {
   v.push_back(int_opt<int>(
     "kafka.fetch-wait-max-ms",
     [](settings& s) -> int& { return s.kafka.fetch_wait_max_ms; }, 1, 60000,
-    "longest a fetch waits for new records (consumer latency floor)"));
+    "longest a fetch waits for new records: the consumer latency floor on "
+    "the in-process broker, which answers an empty fetch only after this "
+    "wait; a real broker answers as soon as records arrive"));
   v.push_back(str_opt(
     "kafka.dlq-topic",
     [](settings& s) -> std::string& { return s.kafka.dlq_topic; },

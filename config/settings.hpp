@@ -37,7 +37,7 @@ struct settings {
     int session_timeout_ms = 10000;
     int delivery_timeout_ms = 30000;
     std::string dlq_topic; ///< empty: "<topic>.dlq"
-    int fetch_wait_max_ms = 50;
+    int fetch_wait_max_ms = 5;
   } kafka;
 
   struct api_section {

@@ -26,11 +26,17 @@ const char* const sql::lock_orders =
 const char* const sql::read_orders =
   "SELECT id::text, status, customer_id, total_cents FROM orders "
   "WHERE id = ANY($1::uuid[])";
+// LATERAL ... LIMIT 1 rather than EXISTS: for a generic plan over an array
+// PostgreSQL may hash the whole of a consumer's processed_events for an
+// EXISTS (54 ms at 9,000 marks, growing with the table); a LATERAL LIMIT is
+// always one index probe per row.
 const char* const sql::order_history =
-  "SELECT e.order_id::text, e.seq, e.event_id::text, EXISTS (SELECT 1 FROM "
-  "processed_events p WHERE p.consumer = $1 AND p.event_id = e.event_id), "
-  "EXISTS (SELECT 1 FROM dlq_events d WHERE d.consumer = $1 AND "
-  "d.event_id = e.event_id::text) FROM outbox e "
+  "SELECT e.order_id::text, e.seq, e.event_id::text, p.done IS NOT NULL, "
+  "d.parked IS NOT NULL FROM outbox e "
+  "LEFT JOIN LATERAL (SELECT 1 AS done FROM processed_events p "
+  "WHERE p.consumer = $1 AND p.event_id = e.event_id LIMIT 1) p ON true "
+  "LEFT JOIN LATERAL (SELECT 1 AS parked FROM dlq_events d "
+  "WHERE d.consumer = $1 AND d.event_id = e.event_id::text LIMIT 1) d ON true "
   "WHERE e.order_id = ANY($2::uuid[])";
 const char* const sql::order_effects =
   "SELECT order_id::text, kind FROM business_effects "

@@ -1,0 +1,459 @@
+#include "app/bench_runner.hpp"
+
+#include "app/pipeline_host.hpp"
+#include "app/runtime.hpp"
+#include "app/verifier.hpp"
+#include "bench/e2e_latency.hpp"
+#include "bench/http_load.hpp"
+#include "bench/pgbench.hpp"
+#include "bench/sql_baselines.hpp"
+#include "persistence/backlog_writer.hpp"
+#include "persistence/invariant_queries.hpp"
+#include "persistence/migrations.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/utsname.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+namespace ef::app {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using json = nlohmann::json;
+
+double since(clock::time_point t) {
+  return std::chrono::duration<double>(clock::now() - t).count();
+}
+
+/// The body of HTTP order i; `who` keeps each phase's orders apart, so the
+/// latency query picks exactly the orders of its phase.
+std::string order_body(const std::string& who, long i) {
+  return R"({"customer_id":"bench-)" + who + "-" + std::to_string(i % 97) +
+         R"(","items":[{"sku":"sku-)" + std::to_string(i % 13) + R"(","qty":)" +
+         std::to_string(1 + i % 4) + R"(,"price_cents":)" +
+         std::to_string(100 + i % 1000) + "}]}";
+}
+
+json machine() {
+  json m;
+  m["cores"] = std::thread::hardware_concurrency();
+  std::ifstream cpu("/proc/cpuinfo");
+  for (std::string line; std::getline(cpu, line);)
+    if (line.rfind("model name", 0) == 0) {
+      m["cpu"] = line.substr(line.find(':') + 2);
+      break;
+    }
+  utsname u{};
+  if (uname(&u) == 0)
+    m["kernel"] = std::string(u.sysname) + " " + u.release;
+  return m;
+}
+
+json to_json(const bench::latency_summary& s) {
+  return {{"samples", s.samples},
+          {"p50_ms", s.p50_ms},
+          {"p90_ms", s.p90_ms},
+          {"p99_ms", s.p99_ms},
+          {"max_ms", s.max_ms}};
+}
+
+json to_json(const bench::load_result& r) {
+  return {{"orders_per_s", r.per_second()},
+          {"answered_2xx", r.answered_2xx},
+          {"answered_other", r.answered_other},
+          {"transport_errors", r.transport_errors},
+          {"late", r.late},
+          {"seconds", r.seconds},
+          {"p50_ms", r.percentile_ms(50)},
+          {"p99_ms", r.percentile_ms(99)},
+          {"max_ms", r.percentile_ms(100)}};
+}
+
+/// Waits until the pipeline has published and applied everything and
+/// committed every offset; false on timeout.
+bool wait_drained(const config::settings& cfg, const endpoints& ep,
+                  int timeout_s, const char* phase) {
+  auto started = clock::now();
+  auto next_note = started + std::chrono::seconds(10);
+  while (!quiescent(cfg, ep)) {
+    if (since(started) > timeout_s) {
+      spdlog::error("bench: {}: the pipeline did not drain within {} s", phase,
+                    timeout_s);
+      return false;
+    }
+    if (clock::now() > next_note) {
+      next_note = clock::now() + std::chrono::seconds(10);
+      auto c = persistence::read_counts(ep.database_dsn);
+      spdlog::warn("bench: {}: draining: {} unsent, {} of {} marks", phase,
+                   c.unsent, c.marks,
+                   c.events * static_cast<long>(cfg.consumer.enabled.size()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return true;
+}
+
+struct baselines {
+  bench::pgbench_result api, consumer_one, consumer_batch, relay;
+  int consumer_clients = 0, relay_clients = 0, batch_events = 100;
+};
+
+baselines run_baselines(const config::settings& cfg, const bench_plan& plan,
+                        const std::string& dsn) {
+  baselines b;
+  auto pgbench = bench::find_pgbench(cfg.database.pg_bin_dir);
+  auto shards = cfg.relay.shards;
+  auto seed = plan.seed_orders;
+  spdlog::warn("bench: baselines: seeding {} orders into schema {}", seed,
+               bench::scratch_schema);
+  bench::prepare_scratch(dsn, seed, shards);
+  auto scratch = bench::scratch_dsn(dsn);
+  auto run = [&](const char* what, bench::pgbench_job job) {
+    spdlog::warn("bench: pgbench {} (c={}{})", what, job.clients,
+                 job.transactions > 0
+                   ? ", t=" + std::to_string(job.transactions)
+                   : ", " + std::to_string(job.seconds) + " s");
+    auto r = bench::run_pgbench(pgbench, scratch, job);
+    spdlog::warn("bench: pgbench {}: {:.0f} tps", what, r.tps);
+    return r;
+  };
+  int c16 = plan.clients.empty() ? 16 : plan.clients.front();
+  b.api = run("API order", {"api-order", bench::api_order_script(shards), c16,
+                            2, plan.seconds, 0});
+  // As many connections as EventForge's partition actors hold.
+  b.consumer_clients =
+    static_cast<int>(cfg.consumer.enabled.size()) * cfg.kafka.partitions;
+  b.consumer_one =
+    run("consumer, 1 event per transaction",
+        {"consumer-1", bench::consumer_script(seed, b.consumer_clients, 1),
+         b.consumer_clients, 2, plan.seconds, 0});
+  b.batch_events = cfg.consumer.batch_max;
+  b.consumer_batch =
+    run("consumer, batch per transaction",
+        {"consumer-batch",
+         bench::consumer_script(seed, b.consumer_clients, b.batch_events),
+         b.consumer_clients, 2, plan.seconds, 0});
+  b.relay_clients = shards;
+  b.relay = run("relay claim and mark",
+                {"relay", bench::relay_script(shards, cfg.relay.batch_size),
+                 shards, std::min(shards, 2), 0,
+                 static_cast<int>(seed / shards / cfg.relay.batch_size)});
+  bench::drop_scratch(dsn);
+  return b;
+}
+
+bench::load_result http_phase(const std::string& url, int clients, double rate,
+                              int seconds, const std::string& who) {
+  bench::load_spec spec;
+  auto hostport = url.substr(url.find("://") + 3);
+  spec.host = hostport.substr(0, hostport.rfind(':'));
+  spec.port = std::stoi(hostport.substr(hostport.rfind(':') + 1));
+  spec.connections = clients;
+  spec.rate = rate;
+  spec.duration = std::chrono::seconds(seconds);
+  spec.body = [who](long i) { return order_body(who, i); };
+  auto started = clock::now();
+  spec.progress = [&](long answered) {
+    if (static_cast<long>(since(started)) % 5 == 0)
+      spdlog::warn("bench: HTTP {}: {} orders answered", who, answered);
+  };
+  return bench::run_http_load(spec);
+}
+
+struct backlog_figures {
+  double write_s = 0, relay_s = 0, consumers_s = 0, settle_s = 0;
+  /// From the first published row until the relays first wait for the
+  /// consumers (relay.max-lead-bytes): the relays' own pace.
+  double unpaced_rows = 0, unpaced_s = 0;
+  double peak_rss_mib = 0;
+  std::vector<double> rss_mib; // every second
+  bool drained = false;
+};
+
+backlog_figures drain_backlog(const config::settings& cfg,
+                              const bench_plan& plan, const endpoints& ep,
+                              pipeline& pipe, telemetry& metrics) {
+  backlog_figures f;
+  auto n = plan.backlog;
+  auto write_started = clock::now();
+  persistence::backlog_spec spec;
+  spec.orders = n;
+  spec.shards = cfg.relay.shards;
+  spec.progress = [&](long written) {
+    if (written % 100000 == 0 || written == n)
+      spdlog::warn("bench: backlog: {} of {} orders written", written, n);
+  };
+  persistence::write_backlog(ep.database_dsn, spec);
+  f.write_s = since(write_started);
+  auto published0 = metrics.sum("relay_published_total");
+  auto applied0 = metrics.sum("consumer_applied_total");
+  auto want = static_cast<std::uint64_t>(n) * cfg.consumer.enabled.size();
+  reset_peak_rss();
+  auto t0 = clock::now();
+  pipe.start(ep);
+  auto next_sample = t0;
+  auto next_note = t0 + std::chrono::seconds(10);
+  double first_publish = -1;
+  bool paced = false;
+  while (since(t0) < plan.timeout_s) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto published = metrics.sum("relay_published_total") - published0;
+    auto applied = metrics.sum("consumer_applied_total") - applied0;
+    if (first_publish < 0 && published > 0)
+      first_publish = since(t0);
+    bool done = published >= static_cast<std::uint64_t>(n);
+    if (!paced && first_publish >= 0 &&
+        (done ||
+         !metrics.positive_gauges("relay_waiting_for_consumers").empty())) {
+      paced = true;
+      f.unpaced_rows = static_cast<double>(published);
+      f.unpaced_s = since(t0) - first_publish;
+    }
+    if (f.relay_s == 0 && done)
+      f.relay_s = since(t0);
+    if (clock::now() >= next_sample) {
+      next_sample += std::chrono::seconds(1);
+      f.rss_mib.push_back(rss_mib());
+    }
+    if (clock::now() >= next_note) {
+      next_note += std::chrono::seconds(10);
+      spdlog::warn("bench: backlog: {:.0f} s: {} published, {} of {} "
+                   "effects, RSS {:.0f} MiB",
+                   since(t0), published, applied, want, rss_mib());
+    }
+    if (applied >= want) {
+      f.consumers_s = since(t0);
+      break;
+    }
+  }
+  f.drained = f.consumers_s > 0 &&
+              wait_drained(cfg, ep, plan.timeout_s, "backlog settle");
+  f.settle_s = since(t0);
+  f.peak_rss_mib = peak_rss_mib();
+  return f;
+}
+
+double ratio(double a, double b) {
+  return b > 0 ? a / b : 0;
+}
+
+} // namespace
+
+int run_bench(const config::settings& cfg_in, const bench_plan& plan) {
+  auto cfg = cfg_in;
+  auto started = clock::now();
+  runtime rt(cfg);
+  auto& ep = rt.where();
+  persistence::migrate(ep.database_dsn);
+  json report;
+  report["machine"] = machine();
+  report["plan"] = {{"seconds", plan.seconds},
+                    {"clients", plan.clients},
+                    {"rate", plan.rate},
+                    {"backlog", plan.backlog},
+                    {"seed_orders", plan.seed_orders}};
+  report["embedded"] = {{"database", rt.database() != nullptr},
+                        {"broker", rt.broker() != nullptr}};
+
+  // (e) and (a): what PostgreSQL does with the same SQL, before the
+  // pipeline runs, so nothing else competes for the cores.
+  auto base = run_baselines(cfg, plan, ep.database_dsn);
+  auto consumers = static_cast<double>(cfg.consumer.enabled.size());
+  report["baselines"] = {
+    {"api_order_tps", base.api.tps},
+    {"api_order_clients", plan.clients.empty() ? 16 : plan.clients.front()},
+    {"consumer_one_event_tps", base.consumer_one.tps},
+    {"consumer_batch_events_per_s",
+     base.consumer_batch.tps * base.batch_events},
+    {"consumer_batch_events", base.batch_events},
+    {"consumer_clients", base.consumer_clients},
+    {"relay_rows_per_s", base.relay.tps * cfg.relay.batch_size},
+    {"relay_clients", base.relay_clients}};
+
+  caf::actor_system_config caf_cfg;
+  caf::actor_system sys{caf_cfg};
+  auto registry = std::make_shared<telemetry>();
+  auto faults = std::make_shared<chaos>(cfg.chaos, registry);
+  pipeline pipe(sys, cfg, registry, faults);
+  pipe.start(ep);
+
+  // (b): closed-loop keep-alive clients, relay and consumers running.
+  json http = json::array();
+  double first_rate = 0;
+  for (auto c : plan.clients) {
+    spdlog::warn("bench: HTTP: {} keep-alive clients for {} s", c,
+                 plan.seconds);
+    auto r =
+      http_phase(pipe.url(), c, 0, plan.seconds, "c" + std::to_string(c));
+    if (first_rate == 0)
+      first_rate = r.per_second();
+    auto j = to_json(r);
+    j["clients"] = c;
+    http.push_back(j);
+    spdlog::warn("bench: HTTP {} clients: {:.0f} orders/s, p99 {:.1f} ms", c,
+                 r.per_second(), r.percentile_ms(99));
+    wait_drained(cfg, ep, plan.timeout_s, "after HTTP");
+  }
+  report["http"] = http;
+
+  // (c): a fixed rate, latencies from the database's clocks.
+  auto rate = plan.rate > 0 ? plan.rate : std::max(1.0, first_rate / 2);
+  spdlog::warn("bench: latency: {:.0f} orders/s for {} s", rate, plan.seconds);
+  auto lat_load = http_phase(pipe.url(), 16, rate, plan.seconds, "lat");
+  wait_drained(cfg, ep, plan.timeout_s, "latency");
+  auto e2e =
+    bench::measure_e2e(ep.database_dsn, "bench-lat-%", cfg.consumer.enabled);
+  json per_consumer;
+  for (auto& [name, s] : e2e.consumers)
+    per_consumer[name] = to_json(s);
+  report["latency"] = {{"rate", rate},
+                       {"clock", e2e.clock},
+                       {"http", to_json(lat_load)},
+                       {"published", to_json(e2e.published)},
+                       {"consumers", per_consumer}};
+
+  // (d): a backlog written while the pipeline is stopped.
+  backlog_figures bl;
+  if (plan.backlog > 0) {
+    pipe.stop();
+    bl = drain_backlog(cfg, plan, ep, pipe, *registry);
+    report["backlog"] = {
+      {"orders", plan.backlog},
+      {"drained", bl.drained},
+      {"write_s", bl.write_s},
+      {"relay_s", bl.relay_s},
+      {"relay_rows_per_s",
+       ratio(static_cast<double>(plan.backlog), bl.relay_s)},
+      {"relay_unpaced_rows", bl.unpaced_rows},
+      {"relay_unpaced_s", bl.unpaced_s},
+      {"relay_unpaced_rows_per_s", ratio(bl.unpaced_rows, bl.unpaced_s)},
+      {"consumers_s", bl.consumers_s},
+      {"effects_per_s",
+       ratio(consumers * static_cast<double>(plan.backlog), bl.consumers_s)},
+      {"peak_rss_mib", bl.peak_rss_mib},
+      {"rss_mib_every_s", bl.rss_mib}};
+  }
+  pipe.stop();
+
+  spdlog::warn("bench: verifying");
+  auto v = verify(cfg, ep.database_dsn, ep.kafka_brokers);
+  auto marks_wanted = static_cast<long>(consumers) * v.counts.events;
+  report["verifier"] = {{"ok", v.ok()},
+                        {"violations", v.violations.size()},
+                        {"orders", v.counts.orders},
+                        {"events", v.counts.events},
+                        {"unsent", v.counts.unsent},
+                        {"marks", v.counts.marks},
+                        {"effects", v.counts.effects},
+                        {"lost", marks_wanted - v.counts.marks},
+                        {"doubled", v.counts.effects - v.counts.marks},
+                        {"duplicate_records", v.duplicates}};
+
+  // The figures side by side.
+  auto h0 = http.empty() ? json::object() : http[0];
+  double http16 = h0.value("orders_per_s", 0.0);
+  double effects = report.contains("backlog")
+                     ? report["backlog"].value("effects_per_s", 0.0)
+                     : 0.0;
+  double relay = report.contains("backlog")
+                   ? report["backlog"].value("relay_unpaced_rows_per_s", 0.0)
+                   : 0.0;
+  double relay_paced = report.contains("backlog")
+                         ? report["backlog"].value("relay_rows_per_s", 0.0)
+                         : 0.0;
+  auto& bj = report["baselines"];
+  report["ratios"] = {
+    {"http_orders_vs_api_sql", ratio(http16, bj["api_order_tps"])},
+    {"effects_vs_one_event_sql", ratio(effects, bj["consumer_one_event_tps"])},
+    {"effects_vs_batched_sql",
+     ratio(effects, bj["consumer_batch_events_per_s"])},
+    {"relay_vs_claim_sql", ratio(relay, bj["relay_rows_per_s"])}};
+  report["seconds"] = since(started);
+
+  auto& r = report["ratios"];
+  std::printf("\n%-46s %14s %26s %7s %8s\n", "figure", "EventForge",
+              "same SQL under pgbench", "ratio", "target");
+  auto line = [](const std::string& what, const std::string& ef,
+                 const std::string& pg, double x, const char* target) {
+    char rs[16] = "-";
+    if (x > 0)
+      std::snprintf(rs, sizeof(rs), "%.2f", x);
+    std::printf("%-46s %14s %26s %7s %8s\n", what.c_str(), ef.c_str(),
+                pg.c_str(), rs, target);
+  };
+  auto num = [](double x, const char* unit) {
+    char b[48];
+    std::snprintf(b, sizeof(b), "%.0f%s", x, unit);
+    return std::string(b);
+  };
+  for (size_t i = 0; i < http.size(); ++i) {
+    auto c = http[i]["clients"].get<int>();
+    line("orders/s, " + std::to_string(c) + " keep-alive HTTP clients",
+         num(http[i]["orders_per_s"], "/s"),
+         i == 0 ? num(bj["api_order_tps"], " tps (1 order/tx, c=") +
+                    std::to_string(c) + ")"
+                : "",
+         i == 0 ? r["http_orders_vs_api_sql"].get<double>() : 0,
+         i == 0 ? ">= 2.0" : "");
+    std::printf("%-46s %14s\n", "  HTTP latency p50 / p99 / max",
+                (num(http[i]["p50_ms"], "") + " / " +
+                 num(http[i]["p99_ms"], "") + " / " +
+                 num(http[i]["max_ms"], " ms"))
+                  .c_str());
+  }
+  for (auto& [name, s] : e2e.consumers) {
+    char v2[64];
+    std::snprintf(v2, sizeof(v2), "%.1f / %.1f ms", s.p50_ms, s.p99_ms);
+    char pg[64];
+    std::snprintf(pg, sizeof(pg), "published p50 %.1f ms",
+                  e2e.published.p50_ms);
+    line("e2e p50 / p99 at " + num(rate, "/s") + ", " + name, v2, pg, 0,
+         "5 / 20");
+  }
+  if (plan.backlog > 0) {
+    line("consumer effects/s (both), backlog", num(effects, "/s"),
+         num(bj["consumer_one_event_tps"], " tps (1 event/tx, c=") +
+           std::to_string(base.consumer_clients) + ")",
+         r["effects_vs_one_event_sql"], ">= 3.0");
+    line("", "",
+         num(bj["consumer_batch_events_per_s"], " events/s (") +
+           std::to_string(base.batch_events) + "/tx)",
+         r["effects_vs_batched_sql"], "");
+    line("relay rows/s, backlog, until paced", num(relay, "/s"),
+         num(bj["relay_rows_per_s"], " rows/s (claim+mark)"),
+         r["relay_vs_claim_sql"], ">= 0.6");
+    line("relay rows/s, whole backlog (paced by consumers)",
+         num(relay_paced, "/s"), "", 0, "");
+    std::printf(
+      "%-46s %14s\n",
+      ("backlog of " + std::to_string(plan.backlog) + ": drained, peak RSS")
+        .c_str(),
+      ((bl.drained ? std::string("yes, ") : std::string("NO, ")) +
+       num(bl.peak_rss_mib, " MiB"))
+        .c_str());
+  }
+  std::printf("%-46s %14s\n", "verifier: lost / doubled / violations",
+              (std::to_string(report["verifier"]["lost"].get<long>()) + " / " +
+               std::to_string(report["verifier"]["doubled"].get<long>()) +
+               " / " + std::to_string(v.violations.size()))
+                .c_str());
+  std::printf("(latencies from %s; %.0f s in all)\n", e2e.clock.c_str(),
+              since(started));
+  if (!plan.report_path.empty()) {
+    std::ofstream out(plan.report_path);
+    out << report.dump(2) << "\n";
+    if (!out)
+      std::cerr << "bench: cannot write " << plan.report_path << std::endl;
+  }
+  if (!v.ok())
+    std::cout << to_text(v, 20);
+  return v.ok() && (plan.backlog == 0 || bl.drained) ? 0 : 1;
+}
+
+} // namespace ef::app

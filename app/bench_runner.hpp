@@ -1,0 +1,32 @@
+#pragma once
+
+#include "config/settings.hpp"
+
+#include <string>
+#include <vector>
+
+namespace ef::app {
+
+/// What `eventforge bench` measures; every phase runs in the same process
+/// against the same database and broker, so the ratios compare like with
+/// like.
+struct bench_plan {
+  int seconds = 20;                  ///< each pgbench and HTTP phase
+  std::vector<int> clients{16, 256}; ///< keep-alive HTTP clients per phase
+  /// Fixed rate of the latency phase, orders/s; 0: half of what the first
+  /// HTTP phase reached.
+  double rate = 0;
+  long backlog = 1000000; ///< orders written while the pipeline is stopped
+  /// Orders seeded into the scratch schema for the consumer and relay
+  /// baselines.
+  long seed_orders = 200000;
+  int timeout_s = 7200;    ///< bound on each wait for the pipeline to drain
+  std::string report_path; ///< JSON report, if set
+};
+
+/// Runs every phase, prints the figures and their ratios, writes the report.
+/// Returns 0 when the verifier found nothing lost or doubled, 1 otherwise,
+/// 2 when the bench could not run.
+int run_bench(const config::settings& cfg, const bench_plan& plan);
+
+} // namespace ef::app

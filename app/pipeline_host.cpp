@@ -1,0 +1,99 @@
+#include "app/pipeline_host.hpp"
+
+#include "kafka/offsets.hpp"
+#include "persistence/invariant_queries.hpp"
+
+#include <cstring>
+#include <fstream>
+
+namespace ef::app {
+
+pipeline::pipeline(caf::actor_system& sys, config::settings cfg,
+                   std::shared_ptr<telemetry> metrics,
+                   std::shared_ptr<chaos> faults)
+    : sys_(sys), cfg_(std::move(cfg)), metrics_(std::move(metrics)),
+      faults_(std::move(faults)) {
+  // nop
+}
+
+pipeline::~pipeline() {
+  stop();
+}
+
+void pipeline::start(const endpoints& where) {
+  root_ = ef::start(sys_, cfg_, where, metrics_, faults_);
+  http_ = std::make_unique<http_frontend>(sys_, root_, cfg_, metrics_, where);
+  cfg_.http.port = http_->start(); // later starts reuse the port
+}
+
+void pipeline::stop() {
+  if (!root_)
+    return;
+  http_.reset();
+  caf::anon_send_exit(root_, caf::exit_reason::user_shutdown);
+  root_ = caf::actor{};
+  sys_.await_all_actors_done();
+}
+
+std::string pipeline::url() const {
+  return http_->url();
+}
+
+/// True once the outbox is drained, every consumer marked every event and
+/// every group committed up to the log end.
+bool quiescent(const config::settings& cfg, const endpoints& ep) {
+  auto c = persistence::read_counts(ep.database_dsn);
+  auto consumers = static_cast<long>(cfg.consumer.enabled.size());
+  if (c.unsent != 0 || c.marks < consumers * c.events)
+    return false;
+  auto ends = kafka::log_end_offsets(ep.kafka_brokers, cfg.kafka.topic,
+                                     cfg.kafka.partitions);
+  for (auto& name : cfg.consumer.enabled) {
+    auto committed =
+      kafka::committed_offsets(ep.kafka_brokers, "eventforge." + name,
+                               cfg.kafka.topic, cfg.kafka.partitions);
+    // A partition that never received a record has no commit (-1).
+    for (size_t p = 0; p < ends.size(); ++p)
+      if (ends[p] > 0 && committed[p] != ends[p])
+        return false;
+  }
+  return true;
+}
+
+/// The tree and its HTTP front, restartable on new endpoints (a new broker)
+/// with the same port, metrics and crash decisions.
+long outbox_unsent(const std::string& dsn) {
+  auto c = persistence::read_counts(dsn);
+  return c.unsent;
+}
+
+namespace {
+
+double status_mib(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field, 0) == 0)
+      return std::stod(line.substr(std::strlen(field))) / 1024.0;
+  return 0;
+}
+
+} // namespace
+
+double rss_mib() {
+  return status_mib("VmRSS:");
+}
+
+double peak_rss_mib() {
+  return status_mib("VmHWM:");
+}
+
+bool reset_peak_rss() {
+  // Writing 5 to clear_refs resets VmHWM to the current RSS (Linux >= 4.0).
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+} // namespace ef::app

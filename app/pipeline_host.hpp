@@ -1,0 +1,56 @@
+#pragma once
+
+#include "actors/chaos.hpp"
+#include "actors/eventforge.hpp"
+#include "actors/telemetry.hpp"
+#include "app/http_frontend.hpp"
+#include "config/settings.hpp"
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <string>
+
+namespace ef::app {
+
+/// The tree and its HTTP front hosted in this process (by `chaos` and
+/// `bench`), restartable on new endpoints (a new broker) with the same port,
+/// metrics and crash decisions.
+class pipeline {
+public:
+  pipeline(caf::actor_system& sys, config::settings cfg,
+           std::shared_ptr<telemetry> metrics, std::shared_ptr<chaos> faults);
+  ~pipeline();
+
+  void start(const endpoints& where);
+  /// Stops the HTTP front and the tree and waits for every actor.
+  void stop();
+  std::string url() const;
+  const caf::actor& root() const { return root_; }
+
+private:
+  caf::actor_system& sys_;
+  config::settings cfg_;
+  std::shared_ptr<telemetry> metrics_;
+  std::shared_ptr<chaos> faults_;
+  caf::actor root_;
+  std::unique_ptr<http_frontend> http_;
+};
+
+/// True once the outbox is drained, every consumer marked every event and
+/// every group committed up to the log end.
+bool quiescent(const config::settings& cfg, const endpoints& ep);
+
+/// Outbox rows not yet published.
+long outbox_unsent(const std::string& dsn);
+
+/// Resident set size of this process in MiB: now (VmRSS) and its peak
+/// (VmHWM).
+double rss_mib();
+double peak_rss_mib();
+
+/// Restarts the peak (VmHWM) at the current size, so that a phase measures
+/// its own peak. Returns false where the kernel does not allow it.
+bool reset_peak_rss();
+
+} // namespace ef::app

@@ -1,0 +1,87 @@
+#include "bench/e2e_latency.hpp"
+
+#include "persistence/connection.hpp"
+
+#include <cstdio>
+
+namespace ef::bench {
+
+namespace {
+
+// With commit timestamps: order_items rows are never updated, so their xmin
+// is the order's transaction; an outbox row's xmin, after the relay's mark,
+// is the mark's transaction; processed_events rows are never updated either.
+constexpr const char* by_commit_spans = R"sql(
+  WITH picked AS (
+    SELECT e.event_id, pg_xact_commit_timestamp(i.xmin) AS committed,
+           pg_xact_commit_timestamp(e.xmin) AS published
+    FROM orders o
+    JOIN order_items i ON i.order_id = o.id AND i.line = 1
+    JOIN outbox e ON e.order_id = o.id AND e.event_type = 'OrderCreated'
+    WHERE o.customer_id LIKE $1),
+  spans AS (
+    SELECT '' AS who, published - committed AS span FROM picked
+    UNION ALL
+    SELECT p.consumer, pg_xact_commit_timestamp(p.xmin) - k.committed
+    FROM picked k JOIN unnest($2::text[]) c(name) ON true
+    JOIN processed_events p ON p.consumer = c.name AND p.event_id = k.event_id)
+)sql";
+
+constexpr const char* by_insert_clock_spans = R"sql(
+  WITH picked AS (
+    SELECT e.event_id, e.created_at AS committed, e.sent_at AS published
+    FROM orders o
+    JOIN outbox e ON e.order_id = o.id AND e.event_type = 'OrderCreated'
+    WHERE o.customer_id LIKE $1),
+  spans AS (
+    SELECT '' AS who, published - committed AS span FROM picked
+    UNION ALL
+    SELECT p.consumer, p.processed_at - k.committed
+    FROM picked k JOIN unnest($2::text[]) c(name) ON true
+    JOIN processed_events p ON p.consumer = c.name AND p.event_id = k.event_id)
+)sql";
+
+/// Percentiles of each kind of span, in milliseconds.
+constexpr const char* percentiles = R"sql(
+  SELECT who, count(*), percentile_cont(ARRAY[0.5, 0.9, 0.99])
+           WITHIN GROUP (ORDER BY extract(epoch FROM span) * 1000),
+         max(extract(epoch FROM span) * 1000)
+  FROM spans GROUP BY who)sql";
+
+} // namespace
+
+e2e_latency measure_e2e(const std::string& dsn, const std::string& customers,
+                        const std::vector<std::string>& consumers) {
+  e2e_latency out;
+  try {
+    auto conn = persistence::open_connection(dsn);
+    pqxx::read_transaction t(*conn);
+    bool commits =
+      t.exec1("SELECT current_setting('track_commit_timestamp')")[0]
+        .as<std::string>() == "on";
+    out.clock = commits ? "commit timestamps" : "insert clocks";
+    auto r = t.exec_params(
+      std::string(commits ? by_commit_spans : by_insert_clock_spans) +
+        percentiles,
+      customers, persistence::array_literal(consumers));
+    for (const auto& row : r) {
+      latency_summary s;
+      s.samples = row[1].as<long>();
+      // percentile_cont over an array answers {p50,p90,p99}.
+      auto cut = row[2].as<std::string>();
+      std::sscanf(cut.c_str(), "{%lf,%lf,%lf}", &s.p50_ms, &s.p90_ms,
+                  &s.p99_ms);
+      s.max_ms = row[3].as<double>();
+      auto who = row[0].as<std::string>();
+      if (who.empty())
+        out.published = s;
+      else
+        out.consumers[who] = s;
+    }
+  } catch (...) {
+    persistence::rethrow_as_db_error();
+  }
+  return out;
+}
+
+} // namespace ef::bench

@@ -1,0 +1,78 @@
+// `eventforge bench` end to end, small: every phase runs, its figures reach
+// the report, and the database afterwards holds exactly what the report
+// says was written, each event applied once by each consumer.
+
+#include "app/bench_runner.hpp"
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace ef;
+
+TEST_CASE("bench_runs_every_phase_reports_its_figures_and_leaves_every_"
+          "order_applied_once") {
+  test::database db;
+  test::temp_dir dir;
+  auto cfg = test::test_settings();
+  cfg.database.url = db.dsn();
+  app::bench_plan plan;
+  plan.seconds = 1;
+  plan.clients = {4};
+  plan.rate = 50;
+  plan.backlog = 3000;
+  plan.seed_orders = 2400;
+  plan.timeout_s = 120;
+  plan.report_path = dir.path + "/report.json";
+  REQUIRE(app::run_bench(cfg, plan) == 0);
+
+  nlohmann::json r;
+  std::ifstream(plan.report_path) >> r;
+  auto& base = r["baselines"];
+  CHECK(base["api_order_tps"].get<double>() > 0);
+  CHECK(base["consumer_one_event_tps"].get<double>() > 0);
+  CHECK(base["consumer_batch_events_per_s"].get<double>() > 0);
+  CHECK(base["relay_rows_per_s"].get<double>() > 0);
+  auto& http = r["http"][0];
+  CHECK(http["clients"] == 4);
+  CHECK(http["answered_other"] == 0);
+  CHECK(http["transport_errors"] == 0);
+  auto http_orders = http["answered_2xx"].get<long>();
+  CHECK(http_orders > 0);
+  auto& lat = r["latency"];
+  auto lat_orders = lat["http"]["answered_2xx"].get<long>();
+  CHECK(lat_orders > 0);
+  // Every latency order was measured, for each consumer, from commit
+  // timestamps (the test cluster, like the embedded one, tracks them).
+  CHECK(lat["clock"] == "commit timestamps");
+  CHECK(lat["published"]["samples"] == lat_orders);
+  for (auto& c : cfg.consumer.enabled)
+    CHECK(lat["consumers"][c]["samples"] == lat_orders);
+  auto& backlog = r["backlog"];
+  CHECK(backlog["drained"] == true);
+  CHECK(backlog["effects_per_s"].get<double>() > 0);
+  CHECK(backlog["peak_rss_mib"].get<double>() > 0);
+  CHECK(r["verifier"]["ok"] == true);
+  CHECK(r["verifier"]["lost"] == 0);
+  CHECK(r["verifier"]["doubled"] == 0);
+
+  // Durable state: the orders the report counts, nothing from the pgbench
+  // baselines (their scratch schema is gone), each event applied once.
+  auto orders = http_orders + lat_orders + plan.backlog;
+  CHECK(db.scalar<long>("SELECT count(*) FROM orders") == orders);
+  CHECK(db.scalar<long>("SELECT count(*) FROM outbox") == orders);
+  CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") ==
+        0);
+  auto consumers = static_cast<long>(cfg.consumer.enabled.size());
+  CHECK(db.scalar<long>("SELECT count(*) FROM processed_events") ==
+        consumers * orders);
+  CHECK(db.scalar<long>("SELECT count(*) FROM (SELECT consumer, event_id "
+                        "FROM business_effects GROUP BY 1, 2 "
+                        "HAVING count(*) > 1) d") == 0);
+  CHECK(db.scalar<long>("SELECT count(*) FROM business_effects") ==
+        consumers * orders);
+  CHECK(db.scalar<long>("SELECT count(*) FROM pg_namespace WHERE nspname = "
+                        "'ef_bench_sql'") == 0);
+}
