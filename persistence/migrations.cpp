@@ -213,6 +213,16 @@ CREATE TABLE fixed_settings (
 );
 )sql";
 
+// The relay's claim orders by `seq + 0`, which only this index provides.
+// Ordered by plain `seq`, PostgreSQL walks the primary key and filters,
+// assuming the unsent rows are spread evenly over it; in a backlog being
+// drained they all sit at its end, behind every row already sent (a claim
+// took 1 s at 1,000,000 rows instead of 1 ms).
+const char* v5_claim_index = R"sql(
+DROP INDEX outbox_unsent;
+CREATE INDEX outbox_unsent ON outbox (shard, (seq + 0)) WHERE sent_at IS NULL;
+)sql";
+
 } // namespace
 
 const std::vector<migration>& migrations() {
@@ -222,6 +232,8 @@ const std::vector<migration>& migrations() {
     {2, "dlq: dlq_events, dlq_actions", v2_dlq},
     {3, "retention indexes", v3_retention},
     {4, "no loss: broker epochs, positions, gaps, republish log", v4_no_loss},
+    {5, "claim index the planner cannot trade for the primary key",
+     v5_claim_index},
   };
   return all;
 }

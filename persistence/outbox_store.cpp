@@ -24,6 +24,7 @@ public:
 
 } // namespace
 
+// `seq + 0`: see migration 5 (only the partial index orders by it).
 const char* const sql::unsent =
   R"sql(
       SELECT seq, event_id, order_id, event_type, payload::text,
@@ -31,7 +32,7 @@ const char* const sql::unsent =
              to_char(created_at AT TIME ZONE 'UTC',
                      'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
       FROM outbox WHERE shard = $1 AND sent_at IS NULL
-      ORDER BY seq LIMIT $2)sql";
+      ORDER BY seq + 0 LIMIT $2)sql";
 const char* const sql::epoch_guard =
   "SELECT pg_advisory_xact_lock_shared($1, 0), "
   "(SELECT max(epoch) FROM broker_epochs)";
