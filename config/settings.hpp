@@ -67,7 +67,7 @@ struct settings {
 
   struct consumer_section {
     std::vector<std::string> enabled = {"fulfillment", "billing"};
-    int max_in_flight = 256;
+    int max_in_flight = 2048;
     int batch_max = 100;
     int max_attempts = 5;
     int backoff_initial_ms = 100;
