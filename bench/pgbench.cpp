@@ -67,12 +67,17 @@ std::string find_pgbench(const std::string& bin_dir) {
 
 pgbench_result run_pgbench(const std::string& pgbench, const std::string& dsn,
                            const pgbench_job& job) {
-  char path[] = "/tmp/eventforge-pgbench-XXXXXX";
-  int fd = mkstemp(path);
+  // temp_directory_path() honours TMPDIR.
+  auto dir = std::filesystem::temp_directory_path().string();
+  std::string templ = dir + "/eventforge-pgbench-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  int fd = mkstemp(buf.data());
   if (fd < 0)
     throw std::runtime_error("pgbench " + job.label +
-                             ": cannot create a script file in /tmp");
+                             ": cannot create a script file in " + dir);
   close(fd);
+  std::string path(buf.data());
   {
     std::ofstream out(path);
     out << job.script;
@@ -92,7 +97,7 @@ pgbench_result run_pgbench(const std::string& pgbench, const std::string& dsn,
       output.append(buf, n);
     status = pclose(p);
   }
-  std::remove(path);
+  std::remove(path.c_str());
   pgbench_result r;
   r.tps = number_after(output, "tps = ");
   r.transactions = static_cast<long>(
