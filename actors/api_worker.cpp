@@ -170,7 +170,8 @@ void api_worker_state::answer(pending_write& p, const outcome& o) {
   if (!replayed)
     ctx->faults->check(
       crash_point::api_after_commit_before_reply,
-      chaos_key(cmd.traceparent, order_created_type, r.event_id));
+      chaos_key(cmd.traceparent, order_created_type, r.event_id),
+      {r.order_id, r.event_id, ""});
   ctx->metrics->add("api_orders_total",
                     {{"outcome", replayed ? "replayed" : "created"}});
   p.reply.deliver(order_accepted{r.order_id, r.event_id, r.status, replayed});

@@ -59,9 +59,66 @@ chaos::chaos(const config::settings::chaos_section& cfg,
   for (auto& name : cfg.points)
     for (int i = 0; i < crash_point_count; ++i)
       if (name == point_names[i])
-        mask_ |= 1u << i;
+        configured_ |= 1u << i;
   if (rate_ <= 0)
-    mask_ = 0;
+    configured_ = 0;
+  mask_ = configured_;
+}
+
+namespace {
+
+/// A crash key names its trace ("<consumer>/<trace>/<type>" or
+/// "<trace>/<type>"); an armed crash matches by trace and consumer.
+bool matches(const std::string& key, const std::string& trace_id,
+             const std::string& consumer) {
+  if (trace_id.empty() || key.find(trace_id) == std::string::npos)
+    return false;
+  return consumer.empty() || key.rfind(consumer + "/", 0) == 0;
+}
+
+} // namespace
+
+void chaos::on_crash(std::function<void(crash_point, const crash_site&)> f) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  observer_ = std::move(f);
+}
+
+void chaos::arm(crash_point p, const std::string& trace_id,
+                const std::string& consumer) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  armed_.push_back({p, trace_id, consumer});
+  mask_ |= 1u << static_cast<unsigned>(p);
+}
+
+void chaos::poison(const std::string& trace_id, const std::string& consumer) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  // Bounded: a long-running demo forgets its oldest poisons.
+  if (poisoned_.size() >= 1000)
+    poisoned_.erase(poisoned_.begin());
+  poisoned_.emplace_back(trace_id, consumer);
+  any_poison_ = true;
+}
+
+bool chaos::poisoned_slow(const std::string& key) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& [trace, consumer] : poisoned_)
+    if (matches(key, trace, consumer))
+      return true;
+  return false;
+}
+
+bool chaos::take_armed(crash_point p, const std::string& key) {
+  for (auto i = armed_.begin(); i != armed_.end(); ++i) {
+    if (i->point != p || !matches(key, i->trace_id, i->consumer))
+      continue;
+    armed_.erase(i);
+    auto still = configured_;
+    for (auto& a : armed_)
+      still |= 1u << static_cast<unsigned>(a.point);
+    mask_ = still;
+    return true;
+  }
+  return false;
 }
 
 bool chaos::decide(std::uint64_t seed, crash_point p,
@@ -72,27 +129,37 @@ bool chaos::decide(std::uint64_t seed, crash_point p,
   return u < rate;
 }
 
-bool chaos::decide_and_count(crash_point p, const std::string& event_id) {
+bool chaos::decide_and_count(crash_point p, const std::string& key,
+                             const crash_site& site) {
   bool crash = false;
+  std::function<void(crash_point, const crash_site&)> observer;
   {
     std::lock_guard<std::mutex> guard{mtx_};
-    auto& v = visits_[{static_cast<int>(p), event_id}];
-    crash =
-      v.crashes < max_crashes_ && decide(seed_, p, event_id, v.crashes, rate_);
-    ++v.attempts;
-    if (crash)
-      ++v.crashes;
+    observer = observer_;
+    if (take_armed(p, key)) {
+      crash = true;
+    } else if ((configured_ & (1u << static_cast<unsigned>(p))) != 0) {
+      auto& v = visits_[{static_cast<int>(p), key}];
+      crash =
+        v.crashes < max_crashes_ && decide(seed_, p, key, v.crashes, rate_);
+      ++v.attempts;
+      if (crash)
+        ++v.crashes;
+    }
   }
   if (!crash)
     return false;
   if (metrics_)
     metrics_->add("chaos_crashes_total", {{"point", to_string(p)}});
-  spdlog::debug("chaos: crashing at {} for event {}", to_string(p), event_id);
+  if (observer)
+    observer(p, site);
+  spdlog::debug("chaos: crashing at {} for {}", to_string(p), key);
   return true;
 }
 
-void chaos::evaluate(crash_point p, const std::string& event_id) {
-  if (decide_and_count(p, event_id))
+void chaos::evaluate(crash_point p, const std::string& key,
+                     const crash_site& site) {
+  if (decide_and_count(p, key, site))
     throw injected_crash(p);
 }
 

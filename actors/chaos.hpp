@@ -3,7 +3,9 @@
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +47,14 @@ std::string chaos_key(const std::string& traceparent,
                       const std::string& event_type,
                       const std::string& event_id);
 
+/// What a crash point knows about the event it crashes on, for the recovery
+/// journal (order and event ID; the consumer for consumer-side points).
+struct crash_site {
+  std::string order_id;
+  std::string event_id;
+  std::string consumer;
+};
+
 /// Decides, deterministically, where to crash. The decision for
 /// (seed, point, key, n) is a pure function, where n counts the crashes this
 /// point already injected for that key. A key therefore crashes a point
@@ -52,29 +62,55 @@ std::string chaos_key(const std::string& traceparent,
 /// `max_crashes_per_event` times, so every event gets through), however
 /// often the point is visited and however events are batched: the same seed
 /// injects the same crashes on the same logical events in every run. When no
-/// point is enabled, check() is a single branch on a constant.
+/// point is enabled or armed, check() is a single relaxed atomic load.
+///
+/// Besides the seeded decisions, a crash can be armed for one trace: the
+/// next visit of that point by an event of that trace (and consumer, if one
+/// is named) crashes, once. That is how a demo scenario crashes its own
+/// order at the window it shows, on a system running without chaos.
 class chaos {
 public:
   chaos(const config::settings::chaos_section& cfg,
         std::shared_ptr<telemetry> metrics);
 
   bool enabled(crash_point p) const {
-    return (mask_ & (1u << static_cast<unsigned>(p))) != 0;
+    return (mask_.load(std::memory_order_relaxed) &
+            (1u << static_cast<unsigned>(p))) != 0;
   }
 
-  /// Throws injected_crash if this visit of `p` for `event_id` must crash.
-  void check(crash_point p, const std::string& event_id) {
+  /// Throws injected_crash if this visit of `p` for `key` must crash.
+  void check(crash_point p, const std::string& key,
+             const crash_site& site = {}) {
     if (enabled(p))
-      evaluate(p, event_id);
+      evaluate(p, key, site);
   }
 
-  /// Visits `p` for `event_id` like check(), but reports the decision
-  /// instead of throwing: true means a crash was injected (and counted) and
-  /// the caller must throw injected_crash(p) itself. For a batch, whose
-  /// every event reaches the point at once.
-  bool fires(crash_point p, const std::string& event_id) {
-    return enabled(p) && decide_and_count(p, event_id);
+  /// Visits `p` for `key` like check(), but reports the decision instead of
+  /// throwing: true means a crash was injected (and counted) and the caller
+  /// must throw injected_crash(p) itself. For a batch, whose every event
+  /// reaches the point at once.
+  bool fires(crash_point p, const std::string& key,
+             const crash_site& site = {}) {
+    return enabled(p) && decide_and_count(p, key, site);
   }
+
+  /// Arms a one-shot crash at `p` for the events of the W3C trace
+  /// `trace_id` (32 hex digits), only in `consumer` if it is not empty.
+  void arm(crash_point p, const std::string& trace_id,
+           const std::string& consumer = "");
+
+  /// Makes every delivery of the trace's events to `consumer` fail as a
+  /// transient error, except a DLQ replay: retried, then parked.
+  void poison(const std::string& trace_id, const std::string& consumer);
+
+  /// True if the delivery with this consumer-side crash key is poisoned.
+  bool poisoned(const std::string& key) const {
+    return any_poison_.load(std::memory_order_relaxed) && poisoned_slow(key);
+  }
+
+  /// Called for every injected crash, before it is thrown (the recovery
+  /// journal). Replaces the previous observer.
+  void on_crash(std::function<void(crash_point, const crash_site&)> f);
 
   /// The pure decision function.
   static bool decide(std::uint64_t seed, crash_point p,
@@ -85,10 +121,24 @@ public:
   std::vector<std::string> injected() const;
 
 private:
-  void evaluate(crash_point p, const std::string& event_id);
-  bool decide_and_count(crash_point p, const std::string& event_id);
+  void evaluate(crash_point p, const std::string& key, const crash_site& site);
+  bool decide_and_count(crash_point p, const std::string& key,
+                        const crash_site& site);
+  bool take_armed(crash_point p, const std::string& key);
+  bool poisoned_slow(const std::string& key) const;
 
-  unsigned mask_ = 0;
+  /// The configured points, plus every point with an armed crash.
+  std::atomic<unsigned> mask_{0};
+  unsigned configured_ = 0;
+  std::atomic<bool> any_poison_{false};
+  std::function<void(crash_point, const crash_site&)> observer_;
+  struct armed_crash {
+    crash_point point;
+    std::string trace_id;
+    std::string consumer;
+  };
+  std::vector<armed_crash> armed_;
+  std::vector<std::pair<std::string, std::string>> poisoned_;
   double rate_ = 0;
   std::uint64_t seed_ = 0;
   int max_crashes_ = 0;

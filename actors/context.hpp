@@ -3,6 +3,7 @@
 #include "actors/chaos.hpp"
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
+#include "persistence/recovery_journal.hpp"
 
 #include <memory>
 #include <string>
@@ -10,14 +11,16 @@
 namespace ef {
 
 /// What every actor of one EventForge tree shares, immutable after start:
-/// settings, where the database and broker are, the telemetry counters and
-/// the crash-point decisions.
+/// settings, where the database and broker are, the telemetry counters, the
+/// crash-point decisions and the recovery journal.
 struct context {
   config::settings cfg;
   std::string dsn;     ///< database, with connect_timeout applied
   std::string brokers; ///< Kafka bootstrap servers
   std::shared_ptr<telemetry> metrics;
   std::shared_ptr<chaos> faults;
+  /// Crashes, restarts and suppressed duplicates, written in the background.
+  std::shared_ptr<persistence::recovery_journal> journal;
 };
 
 using context_ptr = std::shared_ptr<const context>;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/chaos.hpp"
+#include "actors/context.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -45,6 +46,23 @@ inline void log_crashes(caf::scheduled_actor* self, std::string who) {
       }
       return caf::make_error(caf::sec::runtime_error);
     });
+}
+
+/// Records in the recovery journal that `actor` was started again after it
+/// exited with `why`; an injected crash names its crash point.
+inline void journal_restart(const context& ctx, std::string actor,
+                            const caf::error& why, std::string detail) {
+  if (!ctx.journal)
+    return;
+  persistence::journal_line line;
+  line.what = persistence::journal_line::kind::restart;
+  line.actor = std::move(actor);
+  // An injected crash carries its point as the error code (log_crashes).
+  if (why.category() == chaos_error_category() && why.code() >= 1 &&
+      why.code() <= crash_point_count)
+    line.point = to_string(static_cast<crash_point>(why.code() - 1));
+  line.detail = std::move(detail);
+  ctx.journal->record(std::move(line));
 }
 
 } // namespace ef

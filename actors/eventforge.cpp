@@ -114,15 +114,26 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
   if (!faults)
     faults = std::make_shared<chaos>(cfg.chaos, metrics);
   declare_series(*metrics, cfg);
-  auto ctx = std::make_shared<context>(
-    context{cfg,
-            persistence::with_connect_timeout(ep.database_dsn,
-                                              cfg.database.connect_timeout_s),
-            ep.kafka_brokers, metrics, faults});
-  auto applied = persistence::migrate(ctx->dsn);
+  auto dsn = persistence::with_connect_timeout(ep.database_dsn,
+                                               cfg.database.connect_timeout_s);
+  auto applied = persistence::migrate(dsn);
   if (!applied.empty())
     spdlog::info("applied {} schema migration(s), now at version {}",
                  applied.size(), applied.back());
+  auto journal = std::make_shared<persistence::recovery_journal>(dsn);
+  faults->on_crash([journal](crash_point p, const crash_site& site) {
+    persistence::journal_line line;
+    line.what = persistence::journal_line::kind::crash;
+    line.point = to_string(p);
+    line.actor =
+      std::string(to_string(p)).substr(0, std::string(to_string(p)).find('.'));
+    line.consumer = site.consumer;
+    line.order_id = site.order_id;
+    line.event_id = site.event_id;
+    journal->record(std::move(line));
+  });
+  auto ctx = std::make_shared<context>(
+    context{cfg, dsn, ep.kafka_brokers, metrics, faults, journal});
   persistence::require_fixed_setting(ctx->dsn, "relay.shards",
                                      std::to_string(cfg.relay.shards));
   if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)

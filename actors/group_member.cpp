@@ -271,6 +271,11 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
     // the committed offset and let the broker redeliver them.
     auto committed = consumer->committed(p);
     start_worker(p);
+    journal_restart(*ctx, consumer_name + " p" + std::to_string(p), em.reason,
+                    consumer_name + " group member restarted the partition " +
+                      std::to_string(p) + " actor after " +
+                      to_string(em.reason) + "; it reads again from offset " +
+                      std::to_string(committed));
     owned[p].committed = committed;
     consumer->seek(p, committed);
     if (drain_reply) {

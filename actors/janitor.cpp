@@ -3,6 +3,7 @@
 #include "actors/crash_log.hpp"
 #include "actors/round_loop.hpp"
 #include "persistence/ops_queries.hpp"
+#include "persistence/recovery_journal.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -25,6 +26,14 @@ bool janitor_state::sweep() {
                       {{"table", "processed_events"}},
                       static_cast<std::uint64_t>(n));
     more = more || n == r.batch_size;
+    // The journal tells the story of events whose marks are kept: it goes
+    // with them.
+    auto j = persistence::delete_journal_lines(ctx->dsn, r.processed_events_s,
+                                               r.batch_size);
+    ctx->metrics->add("retention_deleted_total",
+                      {{"table", "recovery_journal"}},
+                      static_cast<std::uint64_t>(j));
+    more = more || j == r.batch_size;
   }
   return more;
 }

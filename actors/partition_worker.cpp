@@ -5,6 +5,7 @@
 #include "config/options.hpp"
 #include "kafka/event_record.hpp"
 #include "messages/atoms.hpp"
+#include "messages/ids.hpp"
 #include "persistence/db_error.hpp"
 
 #include <spdlog/spdlog.h>
@@ -17,22 +18,6 @@
 namespace ef {
 
 namespace {
-
-std::string now_rfc3339() {
-  auto now = std::chrono::system_clock::now();
-  auto t = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-              now.time_since_epoch())
-              .count() %
-            1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                tm.tm_min, tm.tm_sec, static_cast<int>(ms));
-  return buf;
-}
 
 /// Seconds from an RFC 3339 UTC timestamp ("...T..:..:..[.ffffff]Z") until
 /// now; 0 if it cannot be parsed.
@@ -133,21 +118,32 @@ partition_worker_state::attempt(const partition_record& rec) {
   // Each consumer is its own actor: it gets its own crash decisions.
   auto crash_key =
     consumer + "/" + chaos_key(trace, ev->event_type, ev->event_id);
+  crash_site site{ev->order_id, ev->event_id, consumer};
+  // A demo scenario's poison: fails like a database that keeps refusing it,
+  // until it is parked; its DLQ replay goes through.
+  if (rec.header("dlq.replay_of").empty() && ctx->faults->poisoned(crash_key))
+    return failure{failure_class::transient, "injected_fault",
+                   "event " + ev->event_id + " is poisoned by a demo scenario"};
   auto started = std::chrono::steady_clock::now();
   try {
-    auto outcome = applier->apply(*ev, [&] {
-      ctx->faults->check(crash_point::consumer_before_db_commit, crash_key);
-    });
+    auto outcome = applier->apply(*ev,
+                                  [&] {
+                                    ctx->faults->check(
+                                      crash_point::consumer_before_db_commit,
+                                      crash_key, site);
+                                  },
+                                  {rec.partition, rec.offset});
     if (outcome == persistence::apply_outcome::order_missing)
       return failure{failure_class::transient, "order_missing",
                      "order " + ev->order_id + " not found"};
-    note(*ev, outcome, trace);
+    note(*ev, outcome, rec);
     ctx->metrics->observe(
       "consumer_handler_seconds", who,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
         .count());
     // The seed's consumer window: committed in the DB, offset not yet.
-    ctx->faults->check(crash_point::consumer_after_db_before_offset, crash_key);
+    ctx->faults->check(crash_point::consumer_after_db_before_offset, crash_key,
+                       site);
   } catch (const persistence::db_error& e) {
     return classify(e);
   }
@@ -179,13 +175,25 @@ void partition_worker_state::finish_front(caf::event_based_actor* self) {
 
 void partition_worker_state::note(const order_event& ev,
                                   persistence::apply_outcome outcome,
-                                  const std::string& trace) {
+                                  const partition_record& rec) {
   telemetry::labels who{{"consumer", consumer}};
+  auto& trace = rec.header("traceparent");
   switch (outcome) {
   case persistence::apply_outcome::order_missing:
     break; // a failure: the caller retries it
   case persistence::apply_outcome::duplicate:
     ctx->metrics->add("consumer_duplicates_suppressed_total", who);
+    if (ctx->journal) {
+      persistence::journal_line line;
+      line.what = persistence::journal_line::kind::suppressed;
+      line.actor = consumer + " p" + std::to_string(partition);
+      line.consumer = consumer;
+      line.order_id = ev.order_id;
+      line.event_id = ev.event_id;
+      line.partition = rec.partition;
+      line.offset = rec.offset;
+      ctx->journal->record(std::move(line));
+    }
     event_log::hop("suppressed", ev.order_id, ev.event_id, trace,
                    {{"consumer", consumer}});
     break;
@@ -217,6 +225,7 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
   // cannot be decoded or one behind a parked event ends the batch and takes
   // the one-at-a-time path with its own rules.
   std::vector<order_event> evs;
+  std::vector<delivery_position> positions;
   for (size_t i = 0; i < limit; ++i) {
     auto& rec = pending[i];
     if (!rec.header("dlq.replay_of").empty())
@@ -224,15 +233,21 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
     std::string error; // decode_value also refuses unknown event types
     auto ev = kafka::decode_value(rec.value, rec.key, error);
     failure blocked;
-    if (!ev || blocked_behind_parked(*ev, rec, blocked))
+    if (!ev || blocked_behind_parked(*ev, rec, blocked) ||
+        ctx->faults->poisoned(
+          consumer + "/" +
+          chaos_key(rec.header("traceparent"), ev->event_type, ev->event_id)))
       break;
     evs.push_back(std::move(*ev));
+    positions.push_back({rec.partition, rec.offset});
   }
   if (evs.size() < 2)
     return 0;
   telemetry::labels who{{"consumer", consumer}};
   std::vector<std::string> crash_keys;
+  std::vector<crash_site> sites;
   for (size_t i = 0; i < evs.size(); ++i) {
+    sites.push_back({evs[i].order_id, evs[i].event_id, consumer});
     auto& rec = pending[i];
     ctx->metrics->add("consumer_deliveries_total", who);
     log_delivered(evs[i], rec);
@@ -243,11 +258,12 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
   auto started = std::chrono::steady_clock::now();
   std::vector<persistence::apply_outcome> outcomes;
   try {
-    outcomes = applier->apply_batch(evs, [&] {
+    outcomes = applier->apply_batch(evs, positions, [&] {
       // Each event keeps its own crash decision; any of them rolls back the
       // whole batch, and every record of it is delivered again.
-      for (auto& key : crash_keys)
-        ctx->faults->check(crash_point::consumer_before_db_commit, key);
+      for (size_t i = 0; i < crash_keys.size(); ++i)
+        ctx->faults->check(crash_point::consumer_before_db_commit,
+                           crash_keys[i], sites[i]);
     });
   } catch (const persistence::db_error& e) {
     spdlog::info("{} p{}: a batch of {} records failed ({}: {}); applying "
@@ -263,7 +279,7 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
       .count();
   for (size_t i = 0; i < outcomes.size(); ++i) {
-    note(evs[i], outcomes[i], pending[i].header("traceparent"));
+    note(evs[i], outcomes[i], pending[i]);
     ctx->metrics->observe("consumer_handler_seconds", who, took);
   }
   // Committed in the DB, offsets not yet. Every event of the batch reaches
@@ -273,7 +289,7 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
   auto crash_at = outcomes.size();
   for (size_t i = 0; i < outcomes.size(); ++i)
     if (ctx->faults->fires(crash_point::consumer_after_db_before_offset,
-                           crash_keys[i]) &&
+                           crash_keys[i], sites[i]) &&
         crash_at == outcomes.size())
       crash_at = i;
   for (size_t i = 0; i < crash_at; ++i)
@@ -327,7 +343,8 @@ bool partition_worker_state::park(const partition_record& rec,
   ctx->faults->check(
     crash_point::dlq_after_dlq_ack_before_offset,
     consumer + "/" +
-      chaos_key(rec.header("traceparent"), e.event_type, e.event_id));
+      chaos_key(rec.header("traceparent"), e.event_type, e.event_id),
+    {rec.key, ev ? ev->event_id : "", consumer});
   dlq->store().park(e, true);
   if (parked_orders)
     parked_orders->insert(rec.key);

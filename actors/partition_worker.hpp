@@ -84,9 +84,10 @@ struct partition_worker_state {
   /// Tells the group member the front record is done (its offset may be
   /// committed) and drops it.
   void finish_front(caf::event_based_actor* self);
-  /// Metrics and trace hops for one applied, suppressed or deferred event.
+  /// Metrics, trace hops and (for a suppressed duplicate) the recovery
+  /// journal line of one applied, suppressed or deferred delivery.
   void note(const order_event& ev, persistence::apply_outcome outcome,
-            const std::string& trace);
+            const partition_record& rec);
   /// Parks `rec` in the DLQ; false if the DLQ did not acknowledge it.
   bool park(const partition_record& rec, const order_event* ev,
             const failure& why);

@@ -133,7 +133,8 @@ bool relay_shard_state::publish(
     for (auto& r : rows)
       ctx->faults->check(
         point,
-        chaos_key(r.event.traceparent, r.event.event_type, r.event.event_id));
+        chaos_key(r.event.traceparent, r.event.event_type, r.event.event_id),
+        {r.event.order_id, r.event.event_id, ""});
   };
   labels shard_label{{"shard", std::to_string(shard)}};
   ctx->metrics->observe("relay_batch_size", {},

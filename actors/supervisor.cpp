@@ -36,6 +36,7 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
       return true;
     }
     auto reason = reason_class(em.reason);
+    c.last_crash = em.reason;
     ctx->metrics->add("actor_restarts_total",
                       {{"kind", c.spec.kind}, {"reason", reason}});
     spdlog::warn("{}: {} crashed ({}); restarting", label, c.spec.name,
@@ -85,7 +86,7 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
     std::chrono::seconds(ctx->cfg.supervisor.restart_window_s));
   st.ctx = std::move(ctx);
   for (auto& spec : children)
-    st.children.push_back({std::move(spec), {}});
+    st.children.push_back({std::move(spec), {}, 0, {}, {}});
   for (size_t i = 0; i < st.children.size(); ++i)
     st.start(i);
   self->set_exit_handler([self](caf::exit_msg& em) {
@@ -112,6 +113,9 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
       if (!c.current) {
         spdlog::info("{}: starting {} again", self->state.label, c.spec.name);
         self->state.start(index);
+        journal_restart(*self->state.ctx, c.spec.name, c.last_crash,
+                        self->state.label + " restarted " + c.spec.name +
+                          " after " + to_string(c.last_crash));
       }
     },
     [=](stats_atom) { return self->state.ctx->metrics->snapshot(); },

@@ -33,6 +33,8 @@ struct supervisor_state {
     caf::actor current; ///< invalid while waiting for a restart
     int consecutive_crashes = 0;
     std::chrono::steady_clock::time_point started{};
+    /// Why it last crashed, for the journal line of its restart.
+    caf::error last_crash;
   };
   caf::event_based_actor* self = nullptr;
   context_ptr ctx;

@@ -1,9 +1,12 @@
 #include "app/http_frontend.hpp"
 
 #include "actors/order_validation.hpp"
+#include "app/demo_scenarios.hpp"
 #include "app/http/order_request.hpp"
 #include "app/http/server.hpp"
 #include "app/ops_view.hpp"
+#include "app/page_assets.hpp"
+#include "app/recovery_view.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/api_error.hpp"
 #include "messages/dlq_messages.hpp"
@@ -101,12 +104,32 @@ struct http_frontend::impl {
   boost::asio::thread_pool blocking{2};
   std::unique_ptr<http::server> server;
   int port = 0;
+  recovery_view view;
+  std::unique_ptr<scenario_runner> runner; ///< null: no crash points
 
   impl(caf::actor_system& s, caf::actor r, const config::settings& c,
-       std::shared_ptr<telemetry> m, endpoints w)
+       std::shared_ptr<telemetry> m, endpoints w, std::shared_ptr<chaos> f)
       : sys(s), root(std::move(r)), cfg(c), metrics(std::move(m)),
-        where(std::move(w)) {
-    // nop
+        where(std::move(w)),
+        view(cfg, where.database_dsn, where.kafka_brokers, metrics) {
+    if (f)
+      runner = std::make_unique<scenario_runner>(
+        sys, root, cfg, where.database_dsn, where.kafka_brokers, f);
+  }
+
+  /// Why this request may not run a scenario ("" if it may): they place
+  /// orders and crash actors on purpose, so they need demo.enabled or the
+  /// admin token.
+  std::string scenario_refusal(const request& req) {
+    if (!runner)
+      return "this process hosts no crash points";
+    if (cfg.demo.enabled)
+      return "";
+    if (!cfg.http.admin_token.empty() && req.header("Authorization") &&
+        std::holds_alternative<std::string>(authorize(req)))
+      return "";
+    return "start with demo.enabled=true (scripts/serve.sh does, on "
+           "loopback) or send the admin token";
   }
 
   /// Sends `cmd` to the tree; the reply (or the error, or the timeout)
@@ -314,6 +337,71 @@ struct http_frontend::impl {
                  return done(response::error(404, "no such DLQ entry", "id"));
                admin(req, done, {verb, *id, "", ""});
              }});
+    for (auto& asset : page_assets())
+      r.add(
+        {"GET", std::string(asset.path), [&asset](request&, responder done) {
+           response res;
+           res.content_type = std::string(asset.content_type);
+           res.body = std::string(asset.body);
+           res.headers.emplace_back("Cache-Control", "no-cache");
+           done(std::move(res));
+         }});
+    r.add({"GET", "/overview", [this](request& req, responder done) {
+             auto refusal = scenario_refusal(req);
+             blocking_call(done, [this, refusal] {
+               auto body = view.overview();
+               body["scenarios_allowed"] = refusal.empty();
+               body["readonly_reason"] = refusal;
+               return response::json(200, body.dump());
+             });
+           }});
+    r.add({"GET", "/scenarios", [this](request& req, responder done) {
+             auto refusal = scenario_refusal(req);
+             json list = json::array();
+             for (auto& s : scenarios())
+               list.push_back({{"name", s.name},
+                               {"title", s.title},
+                               {"point", s.point ? to_string(*s.point) : ""},
+                               {"explain", s.explain},
+                               {"expect",
+                                {{"logical_events", 1},
+                                 {"deliveries", s.deliveries},
+                                 {"business_changes", s.business_changes}}}});
+             done(response::json(200, json{{"allowed", refusal.empty()},
+                                           {"readonly_reason", refusal},
+                                           {"scenarios", list}}
+                                        .dump()));
+           }});
+    r.add({"POST", "/scenarios/{name}", [this](request& req, responder done) {
+             auto* s = find_scenario(req.params.at("name"));
+             if (!s)
+               return done(response::error(404, "no such scenario", "name"));
+             auto refusal = scenario_refusal(req);
+             if (!refusal.empty())
+               return done(
+                 response::error(403, "scenario runs are off: " + refusal));
+             blocking_call(done, [this, s] {
+               auto started = runner->start(*s);
+               if (auto* why = std::get_if<std::string>(&started))
+                 return response::error(503, *why);
+               auto& run = std::get<scenario_run>(started);
+               return response::json(202, json{{"scenario", s->name},
+                                               {"order_id", run.order_id},
+                                               {"trace_id", run.trace_id}}
+                                            .dump());
+             });
+           }});
+    r.add({"GET", "/orders/{id}/trace", [this](request& req, responder done) {
+             auto id = req.params.at("id");
+             if (!is_uuid(id))
+               return done(response::error(404, "no such order", "order_id"));
+             blocking_call(done, [this, id] {
+               auto t = view.trace(id);
+               if (!t)
+                 return response::error(404, "no such order", "order_id");
+               return response::json(200, t->dump());
+             });
+           }});
     r.add({"GET", "/metrics", [this](request&, responder done) {
              blocking_call(done, [this] { return metrics_page(); });
            }});
@@ -330,11 +418,11 @@ struct http_frontend::impl {
 http_frontend::http_frontend(caf::actor_system& sys, caf::actor root,
                              const config::settings& cfg,
                              std::shared_ptr<telemetry> metrics,
-                             endpoints where)
+                             endpoints where, std::shared_ptr<chaos> faults)
     : impl_(std::make_unique<impl>(sys, std::move(root), cfg,
                                    metrics ? std::move(metrics)
                                            : std::make_shared<telemetry>(),
-                                   std::move(where))) {
+                                   std::move(where), std::move(faults))) {
   // nop
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/chaos.hpp"
 #include "actors/eventforge.hpp"
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
@@ -21,14 +22,21 @@ namespace ef::app {
 ///   GET  /healthz              200 {"status":"ok"} while the process runs
 ///   GET  /readyz               200/503 {"database","broker","actors"}
 ///   GET  /metrics              Prometheus text exposition
+///   GET  /                     the live recovery page (and /assets/...)
+///   GET  /overview             the page's live totals, from durable state
+///   GET  /orders/{id}/trace    one order's hops, from durable state
+///   GET  /scenarios            the failure scenarios the page can run
+///   POST /scenarios/{name}     runs one (demo.enabled or the admin token)
 /// Errors: {"error": "...", "field": "..."} with 400/404/409/413/415/503.
 class http_frontend {
 public:
   /// `metrics` is the tree's telemetry (exported at /metrics); `where`
-  /// names the database and broker that /metrics and /readyz read.
+  /// names the database and broker that /metrics and /readyz read;
+  /// `faults` are the tree's crash points, armed by scenario runs (none:
+  /// scenarios cannot run).
   http_frontend(caf::actor_system& sys, caf::actor root,
                 const config::settings& cfg, std::shared_ptr<telemetry> metrics,
-                endpoints where);
+                endpoints where, std::shared_ptr<chaos> faults = nullptr);
   ~http_frontend();
 
   /// Binds and starts serving on a background thread; returns the port.

@@ -70,7 +70,9 @@ int serve(const settings& cfg) {
   caf::actor_system_config caf_cfg;
   caf::actor_system sys{caf_cfg};
   auto metrics = std::make_shared<ef::telemetry>();
-  auto root = ef::start(sys, cfg, rt.where(), metrics);
+  // Shared with the HTTP front: the recovery page's scenarios arm them.
+  auto faults = std::make_shared<ef::chaos>(cfg.chaos, metrics);
+  auto root = ef::start(sys, cfg, rt.where(), metrics, faults);
   // If the tree gives up (restart intensity exceeded), the process must not
   // linger half-alive: report and shut down with a failure status.
   static std::atomic<bool> tree_failed{false};
@@ -82,7 +84,7 @@ int serve(const settings& cfg) {
         kill(getpid(), SIGTERM);
       }
     });
-  ef::app::http_frontend http(sys, root, cfg, metrics, rt.where());
+  ef::app::http_frontend http(sys, root, cfg, metrics, rt.where(), faults);
   http.start();
   std::cout << "ready http=" << http.url()
             << " database=" << rt.where().database_dsn

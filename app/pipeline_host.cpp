@@ -22,7 +22,8 @@ pipeline::~pipeline() {
 
 void pipeline::start(const endpoints& where) {
   root_ = ef::start(sys_, cfg_, where, metrics_, faults_);
-  http_ = std::make_unique<http_frontend>(sys_, root_, cfg_, metrics_, where);
+  http_ = std::make_unique<http_frontend>(sys_, root_, cfg_, metrics_, where,
+                                          faults_);
   cfg_.http.port = http_->start(); // later starts reuse the port
 }
 

@@ -129,7 +129,8 @@ void prepare_scratch(const std::string& dsn, long orders, int shards) {
     w.commit();
     // Only the seeded tables: a fresh database has never analyzed its empty
     // ones either (ANALYZE would tell the planner they stay empty).
-    pqxx::nontransaction(*conn).exec("VACUUM ANALYZE orders, order_items, outbox");
+    pqxx::nontransaction(*conn).exec(
+      "VACUUM ANALYZE orders, order_items, outbox");
   } catch (...) {
     persistence::rethrow_as_db_error();
   }
@@ -168,7 +169,7 @@ std::string api_order_script(int shards) {
 std::string consumer_script(long seeded_orders, int clients,
                             int events_per_tx) {
   auto range = std::to_string(seeded_orders / clients);
-  std::string s, events, orders, statuses, kinds, amounts;
+  std::string s, events, orders, statuses, kinds, amounts, partitions, offsets;
   for (int j = 0; j < events_per_tx; ++j) {
     auto n = "n" + std::to_string(j), x = "x" + std::to_string(j);
     s +=
@@ -178,14 +179,19 @@ std::string consumer_script(long seeded_orders, int clients,
     events += sep + uuid_of("x", x) + "::text";
     orders += sep + uuid_of("o", n) + "::text";
     statuses += sep + std::string("'processed'");
+    partitions += sep + std::string("0");
+    offsets += sep + (":" + x);
     kinds += sep + std::string("'fulfilled'");
     amounts += sep + std::string("0");
   }
   events = "ARRAY[" + events + "]";
   orders = "ARRAY[" + orders + "]";
+  partitions = "ARRAY[" + partitions + "]";
+  offsets = "ARRAY[" + offsets + "]";
   auto consumer = "'fulfillment'";
   s += "BEGIN;\n";
-  s += command(bind(sql::mark, {{1, consumer}, {2, events}}));
+  s += command(bind(
+    sql::mark, {{1, consumer}, {2, events}, {3, partitions}, {4, offsets}}));
   s +=
     command(bind(sql::lock_orders,
                  {{1, std::to_string(persistence::consumer_order_lock_class)},

@@ -157,6 +157,25 @@ option probability_opt(std::string key, field_ref<double> field,
   return o;
 }
 
+/// true or false, nothing else: a typo must not silently mean "off".
+option bool_opt(std::string key, field_ref<bool> field,
+                std::string description) {
+  option o;
+  o.key = std::move(key);
+  o.description = std::move(description);
+  o.apply = [field](settings& s, const std::string& v) {
+    if (v != "true" && v != "false")
+      return std::optional<std::string>{"must be true or false, got \"" + v +
+                                        "\""};
+    field(s) = v == "true";
+    return std::optional<std::string>{};
+  };
+  o.render = [field](const settings& s) {
+    return std::string(field(const_cast<settings&>(s)) ? "true" : "false");
+  };
+  return o;
+}
+
 constexpr std::int64_t max_int = std::numeric_limits<int>::max();
 
 std::vector<option> make_options() {
@@ -385,6 +404,11 @@ std::vector<option> make_options() {
     "chaos.max-crashes-per-event",
     [](settings& s) -> int& { return s.chaos.max_crashes_per_event; }, 1, 1000,
     "crashes one point may inject for one event before it lets it pass"));
+  // -- demo ----------------------------------------------------------------
+  v.push_back(bool_opt(
+    "demo.enabled", [](settings& s) -> bool& { return s.demo.enabled; },
+    "allow the recovery page's scenarios (they place orders and crash actors "
+    "on purpose) without the admin token; keep false on a shared system"));
   // -- log -----------------------------------------------------------------
   v.push_back(str_opt(
     "log.level", [](settings& s) -> std::string& { return s.log.level; },

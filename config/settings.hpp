@@ -94,6 +94,11 @@ struct settings {
     int max_crashes_per_event = 2;   ///< per point; guarantees progress
   } chaos;
 
+  struct demo_section {
+    /// Scenario runs of the recovery page without the admin token.
+    bool enabled = false;
+  } demo;
+
   struct log_section {
     std::string level = "info";
     std::string format = "text"; ///< text or json

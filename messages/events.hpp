@@ -33,6 +33,13 @@ typename Inspector::result_type inspect(Inspector& f, order_event& x) {
            x.order_id, x.occurred_at, x.payload, x.traceparent);
 }
 
+/// Where a delivered copy of an event was read; -1 when not read from a
+/// partition.
+struct delivery_position {
+  std::int32_t partition = -1;
+  std::int64_t offset = -1;
+};
+
 /// A record fetched from a partition, handed by the group member to the actor
 /// that owns that partition.
 struct partition_record {

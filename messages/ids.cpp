@@ -3,6 +3,8 @@
 #include <cctype>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <ctime>
 #include <random>
 
 namespace ef {
@@ -49,6 +51,22 @@ int shard_of(const std::string& order_id, int shards) {
     h *= 16777619u;
   }
   return static_cast<int>(h % static_cast<std::uint32_t>(shards));
+}
+
+std::string now_rfc3339() {
+  auto now = std::chrono::system_clock::now();
+  auto t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+              now.time_since_epoch())
+              .count() %
+            1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
 }
 
 } // namespace ef

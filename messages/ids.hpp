@@ -11,6 +11,10 @@ std::string new_uuid_v7();
 /// True if `s` is a canonical lowercase or uppercase 8-4-4-4-12 UUID.
 bool is_uuid(const std::string& s);
 
+/// The current UTC time as RFC 3339 with milliseconds
+/// ("2026-12-03T10:00:00.123Z"), as stamped on events and DLQ entries.
+std::string now_rfc3339();
+
 /// The relay shard of an order: FNV-1a of the order ID modulo `shards`.
 /// Stable across processes and versions; stored in the outbox row.
 int shard_of(const std::string& order_id, int shards);

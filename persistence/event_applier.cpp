@@ -13,9 +13,11 @@ namespace ef::persistence {
 // In offset order, so two overlapping workers wait for each other's marks in
 // the same order.
 const char* const sql::mark =
-  "INSERT INTO processed_events (consumer, event_id) "
-  "SELECT $1, x.e::uuid FROM unnest($2::text[]) WITH ORDINALITY AS x(e, i) "
-  "ORDER BY x.i ON CONFLICT DO NOTHING RETURNING event_id::text";
+  "INSERT INTO processed_events (consumer, event_id, kafka_partition, "
+  "kafka_offset) SELECT $1, x.e::uuid, NULLIF(x.p, -1), NULLIF(x.o, -1) "
+  "FROM unnest($2::text[], $3::int[], $4::bigint[]) WITH ORDINALITY "
+  "AS x(e, p, o, i) ORDER BY x.i ON CONFLICT DO NOTHING "
+  "RETURNING event_id::text";
 // Sorted, so overlapping workers take the locks in the same order. Advisory
 // locks, not the order rows': the other consumer's rules touch none of this
 // consumer's state, so they must not wait for each other.
@@ -170,18 +172,24 @@ void check_type(const order_event& ev) {
 /// outcome it would get applied alone, after the ones before it.
 std::vector<apply_outcome> apply_in(pqxx::work& w, const std::string& consumer,
                                     consumer_kind kind,
-                                    const std::vector<order_event>& input) {
+                                    const std::vector<order_event>& input,
+                                    const std::vector<delivery_position>& at) {
   auto n = input.size();
   std::vector<std::string> ev_ids, order_ids;
-  for (auto& ev : input) {
-    ev_ids.push_back(canonical_uuid(ev.event_id));
-    order_ids.push_back(canonical_uuid(ev.order_id));
+  std::vector<std::int64_t> partitions, offsets;
+  for (size_t i = 0; i < n; ++i) {
+    ev_ids.push_back(canonical_uuid(input[i].event_id));
+    order_ids.push_back(canonical_uuid(input[i].order_id));
+    auto pos = i < at.size() ? at[i] : delivery_position{};
+    partitions.push_back(pos.partition);
+    offsets.push_back(pos.offset);
   }
   // The idempotency guard: a concurrent duplicate blocks here until the
   // first transaction ends, then inserts nothing.
   std::set<std::string> fresh;
   for (const auto& row :
-       w.exec_prepared("mark", consumer, array_literal(ev_ids)))
+       w.exec_prepared("mark", consumer, array_literal(ev_ids),
+                       array_literal(partitions), array_literal(offsets)))
     fresh.insert(row[0].as<std::string>());
   // An event repeated within the batch counts once: later copies are
   // duplicates, as they would be one transaction later.
@@ -333,11 +341,12 @@ event_applier::event_applier(std::string dsn, std::string consumer)
 event_applier::~event_applier() = default;
 
 apply_outcome event_applier::apply(const order_event& ev,
-                                   const std::function<void()>& before_commit) {
+                                   const std::function<void()>& before_commit,
+                                   delivery_position at) {
   check_type(ev);
   try {
     pqxx::work w(db_->get());
-    auto out = apply_in(w, consumer_, kind_, {ev});
+    auto out = apply_in(w, consumer_, kind_, {ev}, {at});
     auto outcome = out.empty() ? apply_outcome::order_missing : out.front();
     if (outcome == apply_outcome::applied && before_commit)
       before_commit();
@@ -354,12 +363,13 @@ apply_outcome event_applier::apply(const order_event& ev,
 
 std::vector<apply_outcome>
 event_applier::apply_batch(const std::vector<order_event>& evs,
+                           const std::vector<delivery_position>& at,
                            const std::function<void()>& before_commit) {
   for (auto& ev : evs)
     check_type(ev);
   try {
     pqxx::work w(db_->get());
-    auto out = apply_in(w, consumer_, kind_, evs);
+    auto out = apply_in(w, consumer_, kind_, evs, at);
     if (before_commit)
       before_commit();
     w.commit();

@@ -16,8 +16,9 @@ class session;
 /// the whole batch as arrays (text[] of canonical UUIDs), so a transaction
 /// costs the same few round trips for 1 event or 100.
 namespace sql {
-/// The idempotency guard: $1 consumer, $2 event IDs. Returns the event IDs
-/// it marked (the others were marked before: duplicates).
+/// The idempotency guard: $1 consumer, $2 event IDs, $3 partitions and $4
+/// offsets they were read at (-1: unknown). Returns the event IDs it marked
+/// (the others were marked before: duplicates).
 extern const char* const mark;
 /// $1 lock class, $2 consumer, $3 order IDs.
 extern const char* const lock_orders;
@@ -86,8 +87,10 @@ public:
 
   /// `before_commit` runs inside the transaction after the business change,
   /// right before COMMIT (a crash there rolls everything back).
+  /// `at` is where this copy was read; it is stored with the mark.
   apply_outcome apply(const order_event& ev,
-                      const std::function<void()>& before_commit = {});
+                      const std::function<void()>& before_commit = {},
+                      delivery_position at = {});
 
   /// Applies consecutive events of one partition in ONE transaction, in
   /// order, each behind the same guard as apply(). Stops before the first
@@ -95,8 +98,10 @@ public:
   /// the outcomes of the events before it. Any database error rolls back
   /// all of them: the caller falls back to apply() one event at a time.
   /// `before_commit` runs once, right before COMMIT.
+  /// `at` holds each event's position (or is empty: none known).
   std::vector<apply_outcome>
   apply_batch(const std::vector<order_event>& evs,
+              const std::vector<delivery_position>& at = {},
               const std::function<void()>& before_commit = {});
 
   const std::string& consumer() const { return consumer_; }

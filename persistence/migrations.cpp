@@ -223,6 +223,40 @@ DROP INDEX outbox_unsent;
 CREATE INDEX outbox_unsent ON outbox (shard, (seq + 0)) WHERE sent_at IS NULL;
 )sql";
 
+// What the live recovery page (and an operator) reads to tell one event's
+// story from durable state: where each applied copy was read, and the
+// recovery journal of what counters cannot show after a restart.
+const char* v6_recovery_journal = R"sql(
+-- Where the applied copy was read. NULL for marks written before version 6
+-- and for applications outside a partition (tests).
+ALTER TABLE processed_events
+  ADD COLUMN kafka_partition int,
+  ADD COLUMN kafka_offset    bigint;
+
+-- Crashes at the named failure windows, supervisor restarts, suppressed
+-- duplicate deliveries and client retries, written off the hot path by one
+-- background writer per process. Not business data: a process that dies
+-- may lose its last few lines, never a row of orders, outbox or effects.
+CREATE TABLE recovery_journal (
+  id              bigserial PRIMARY KEY,
+  at              timestamptz NOT NULL,
+  kind            text NOT NULL
+                    CHECK (kind IN ('crash', 'restart', 'suppressed',
+                                    'client_retry')),
+  point           text,
+  actor           text,
+  consumer        text,
+  order_id        uuid,
+  event_id        uuid,
+  kafka_partition int,
+  kafka_offset    bigint,
+  detail          text NOT NULL DEFAULT ''
+);
+CREATE INDEX recovery_journal_by_order ON recovery_journal (order_id);
+CREATE INDEX recovery_journal_by_event ON recovery_journal (event_id);
+CREATE INDEX recovery_journal_at ON recovery_journal (at);
+)sql";
+
 } // namespace
 
 const std::vector<migration>& migrations() {
@@ -234,6 +268,8 @@ const std::vector<migration>& migrations() {
     {4, "no loss: broker epochs, positions, gaps, republish log", v4_no_loss},
     {5, "claim index the planner cannot trade for the primary key",
      v5_claim_index},
+    {6, "recovery journal and the position of each applied copy",
+     v6_recovery_journal},
   };
   return all;
 }

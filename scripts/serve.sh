@@ -2,6 +2,8 @@
 # Sets everything up, then runs `eventforge serve` on the embedded defaults:
 # a private PostgreSQL cluster in var/pg and an in-process Kafka broker.
 # Extra arguments go to `eventforge serve` (e.g. --http.port=9090).
+# The recovery page at http://127.0.0.1:8080/ may run its failure scenarios
+# (demo.enabled=true) while the API listens on loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -11,4 +13,11 @@ if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$PWD" 2>/dev/null; 
   data_dir=/var/lib/eventforge/pg
   echo "serve: $PWD is not reachable by user postgres; using $data_dir"
 fi
-exec build/eventforge serve --database.data-dir="$data_dir" "$@"
+demo=--demo.enabled=true
+for arg in "$@"; do
+  case "$arg" in
+    --http.host=127.0.0.1 | --http.host=localhost | --http.host=::1) ;;
+    --http.host=*) demo=--demo.enabled=false ;;
+  esac
+done
+exec build/eventforge serve --database.data-dir="$data_dir" "$demo" "$@"

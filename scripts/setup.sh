@@ -9,8 +9,11 @@ packages=(
   libcaf-dev libpqxx-dev libpq-dev librdkafka-dev
   nlohmann-json3-dev catch2 libspdlog-dev libcli11-dev libcpp-httplib-dev
   libboost1.81-dev clang libclang-rt-14-dev curl
-  postgresql-15 prometheus
+  postgresql-15 prometheus chromium
 )
+# Node.js and npm for the browser test; a machine may already have them from
+# another source (e.g. a newer nodejs that bundles npm): then keep those.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
@@ -38,3 +41,11 @@ fi
 build_type=${EF_BUILD_TYPE:-RelWithDebInfo}
 cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" ${EF_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j "$(nproc)"
+
+# The browser test (tests/browser) drives Debian's chromium with playwright-core
+# from package-lock.json. Playwright must never download a browser of its own:
+# there is none to fetch here, and the Debian one is the one we test with.
+if [ ! -d tests/browser/node_modules/playwright-core ]; then
+  echo "setup: installing tests/browser node modules"
+  (cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
+fi

@@ -1,0 +1,229 @@
+#include "app/demo_scenarios.hpp"
+
+#include "kafka/offsets.hpp"
+#include "messages/api_error.hpp"
+#include "messages/atoms.hpp"
+#include "messages/dlq_messages.hpp"
+#include "messages/order_messages.hpp"
+#include "persistence/dlq_store.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
+#include <thread>
+
+namespace ef::app {
+
+namespace {
+
+std::string random_hex(int digits) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < digits; ++i)
+    out += hex[rng() & 15];
+  return out;
+}
+
+bool consumer_side(crash_point p) {
+  return p == crash_point::consumer_before_db_commit ||
+         p == crash_point::consumer_after_db_before_offset ||
+         p == crash_point::dlq_after_dlq_ack_before_offset;
+}
+
+/// How often and how long the follow-up of a poison run looks for the
+/// parked entry before it gives up (the page then shows it still parked).
+constexpr auto dlq_poll = std::chrono::milliseconds(200);
+constexpr int dlq_polls = 600;
+
+} // namespace
+
+const std::vector<scenario>& scenarios() {
+  static const std::vector<scenario> all{
+    {"none", "No failure", std::nullopt, false,
+     "The order takes the whole path once: one commit of the order and its "
+     "outbox row, one publish, one delivery per consumer, one business "
+     "change each, then the offset commit.",
+     1, 1},
+    {"api-after-commit-before-reply", "API: after the commit, before the reply",
+     crash_point::api_after_commit_before_reply, false,
+     "The API worker crashes after the order and its outbox row are "
+     "committed but before the client hears about it. The client retries "
+     "with the same Idempotency-Key and gets the same order back: nothing "
+     "is written twice, and the event is published once.",
+     1, 1},
+    {"relay-after-publish-before-ack",
+     "Relay: after the publish, before the ack",
+     crash_point::relay_after_publish_before_ack, false,
+     "The relay crashes after handing the record to the producer but before "
+     "the broker's ack comes back. The row is still unsent, so the restarted "
+     "relay publishes it again; whether the first copy reached the broker "
+     "decides if consumers see one delivery or two.",
+     1, 1},
+    {"relay-after-ack-before-mark", "Relay: after the ack, before the mark",
+     crash_point::relay_after_ack_before_mark, false,
+     "The broker has acknowledged the record, but the relay crashes before "
+     "marking the row sent (the publish and the mark are not atomic). The "
+     "restarted relay publishes it again: two copies on the topic, and each "
+     "consumer's second delivery is suppressed by processed_events.",
+     2, 1},
+    {"consumer-before-db-commit", "Consumer: before the DB commit",
+     crash_point::consumer_before_db_commit, false,
+     "The partition worker crashes inside its transaction, after the "
+     "business change but before COMMIT. PostgreSQL rolls back the mark and "
+     "the change; the offset was never committed, so the record is "
+     "delivered again and applied then, once.",
+     2, 1},
+    {"consumer-after-db-before-offset",
+     "Consumer: after the DB commit, before the offset commit",
+     crash_point::consumer_after_db_before_offset, false,
+     "The business change and the processed_events mark are committed, but "
+     "the worker crashes before the Kafka offset is. The record is delivered "
+     "again; the mark's UNIQUE key suppresses the second business change.",
+     2, 1},
+    {"poison-event", "Poison event: retries, DLQ, replay", std::nullopt, true,
+     "The first consumer fails on this event every time. It retries inline "
+     "(the partition waits, order is kept), parks the event in the DLQ after "
+     "the last attempt, acknowledged before the offset moves on; an operator "
+     "replay (done here for you) publishes it again with the same event ID "
+     "and it is applied once.",
+     2, 1},
+    {"dlq-after-ack-before-offset",
+     "DLQ: after the DLQ ack, before the offset commit",
+     crash_point::dlq_after_dlq_ack_before_offset, true,
+     "A poison event is acknowledged by the DLQ topic, then the worker "
+     "crashes before recording the entry and committing the offset. The "
+     "record comes again, fails again and is parked once (one DLQ entry per "
+     "consumer and event); the replay applies it once.",
+     3, 1},
+  };
+  return all;
+}
+
+const scenario* find_scenario(const std::string& name) {
+  for (auto& s : scenarios())
+    if (s.name == name)
+      return &s;
+  return nullptr;
+}
+
+scenario_runner::scenario_runner(caf::actor_system& sys, caf::actor root,
+                                 const config::settings& cfg, std::string dsn,
+                                 std::string brokers,
+                                 std::shared_ptr<chaos> faults)
+    : sys_(sys), root_(std::move(root)), cfg_(cfg), dsn_(dsn),
+      brokers_(std::move(brokers)), faults_(std::move(faults)),
+      journal_(std::move(dsn)) {
+  // nop
+}
+
+scenario_runner::~scenario_runner() = default;
+
+std::variant<scenario_run, std::string>
+scenario_runner::start(const scenario& s) {
+  if (!faults_)
+    return std::string("this process has no crash points to arm");
+  scenario_run run;
+  run.trace_id = random_hex(32);
+  auto focus = cfg_.consumer.enabled.empty() ? std::string{}
+                                             : cfg_.consumer.enabled.front();
+  if (s.point)
+    faults_->arm(*s.point, run.trace_id,
+                 consumer_side(*s.point) ? focus : std::string{});
+  if (s.poison)
+    faults_->poison(run.trace_id, focus);
+
+  create_order cmd;
+  cmd.customer_id = "demo-" + s.name;
+  cmd.items = {{"demo-widget", 1, 1500}};
+  cmd.idempotency_key = "demo-" + run.trace_id;
+  cmd.request_fingerprint = "demo:" + s.name;
+  cmd.traceparent = "00-" + run.trace_id + "-" + random_hex(16) + "-01";
+  // A client whose reply was lost sends the same request again, with the
+  // same key: the API must answer with the order it already committed.
+  auto timeout = std::chrono::milliseconds(cfg_.http.request_timeout_ms);
+  std::vector<persistence::journal_line> retries;
+  std::string last_error;
+  {
+    caf::scoped_actor self{sys_};
+    for (int attempt = 0; attempt < 10 && run.order_id.empty(); ++attempt) {
+      if (attempt > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
+        persistence::journal_line line;
+        line.what = persistence::journal_line::kind::client_retry;
+        line.actor = "demo client";
+        line.detail = "no reply (" + last_error +
+                      "); the client sent the same request again with "
+                      "Idempotency-Key " +
+                      cmd.idempotency_key;
+        retries.push_back(std::move(line));
+      }
+      self->request(root_, timeout, cmd)
+        .receive([&](order_accepted& a) { run.order_id = a.order_id; },
+                 [&](caf::error& err) { last_error = to_string(err); });
+    }
+  }
+  if (run.order_id.empty())
+    return "the order was not accepted: " + last_error;
+  // Only now is the order ID known that ties the retries to the order.
+  for (auto& line : retries) {
+    line.order_id = run.order_id;
+    journal_.record(std::move(line));
+  }
+  journal_.flush(std::chrono::seconds(2));
+  if (s.poison)
+    replay_when_parked(run.order_id, focus);
+  return run;
+}
+
+void scenario_runner::replay_when_parked(const std::string& order_id,
+                                         const std::string& consumer) {
+  // A detached actor: it waits on the database, never on a scheduler
+  // thread, and stops with the tree (it monitors the root).
+  auto store = std::make_shared<persistence::dlq_store>(dsn_);
+  auto moved_past = [brokers = brokers_, topic = cfg_.kafka.topic,
+                     partitions = cfg_.kafka.partitions,
+                     group = "eventforge." +
+                             consumer](const persistence::dlq_entry& e) {
+    auto committed =
+      kafka::committed_offsets(brokers, group, topic, partitions, 2000);
+    return e.source_partition >= 0 &&
+           e.source_partition < static_cast<int>(committed.size()) &&
+           committed[e.source_partition] > e.source_offset;
+  };
+  sys_.spawn<caf::detached>([root = root_, store, order_id, consumer,
+                             moved_past](caf::event_based_actor* self) {
+    self->monitor(root);
+    self->set_down_handler([self](caf::down_msg&) { self->quit(); });
+    auto polls = std::make_shared<int>(0);
+    self->send(self, poll_atom::value);
+    return caf::behavior{
+      [=](poll_atom) {
+        bool ready = false;
+        std::optional<persistence::dlq_entry> head;
+        try {
+          head = store->head_of(consumer, order_id);
+          ready = head && head->status == "parked" && moved_past(*head);
+        } catch (const std::exception& e) {
+          spdlog::debug("demo: DLQ or offsets not readable yet: {}", e.what());
+        }
+        if (ready) {
+          spdlog::info("demo: replaying DLQ entry {} of order {}", head->id,
+                       order_id);
+          self->send(root, dlq_command{"replay", head->id, "", "demo"});
+          self->quit();
+          return;
+        }
+        if (++*polls >= dlq_polls) {
+          spdlog::warn("demo: order {} was not parked in time; no replay",
+                       order_id);
+          self->quit();
+          return;
+        }
+        self->delayed_send(self, dlq_poll, poll_atom::value);
+      },
+    };
+  });
+}
+
+} // namespace ef::app

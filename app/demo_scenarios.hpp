@@ -1,0 +1,74 @@
+#pragma once
+
+#include "actors/chaos.hpp"
+#include "config/settings.hpp"
+#include "persistence/recovery_journal.hpp"
+
+#include <caf/all.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ef::app {
+
+/// One failure the recovery page can show on the real system: a crash armed
+/// for one order at one window, a poison event, or nothing.
+struct scenario {
+  std::string name;  ///< "consumer-after-db-before-offset"
+  std::string title; ///< one line
+  std::optional<crash_point> point;
+  bool poison = false; ///< the first consumer fails the event until parked
+  std::string explain; ///< what fails and what recovery must do
+  /// What the focus consumer must end with for the order's one event.
+  int deliveries = 1;
+  int business_changes = 1;
+};
+
+/// Every scenario, in the page's order.
+const std::vector<scenario>& scenarios();
+
+/// The scenario named `name`, or nullptr.
+const scenario* find_scenario(const std::string& name);
+
+/// Where a started run can be followed.
+struct scenario_run {
+  std::string order_id;
+  std::string trace_id;
+};
+
+/// Runs scenarios against a running tree: arms the fault for a fresh trace,
+/// places a real order through the root actor as a client would (retrying
+/// with the same Idempotency-Key when the reply is lost), and, for a poison
+/// event, replays its DLQ entry once it is parked, as an operator would.
+/// Blocking: call it off the HTTP I/O threads.
+class scenario_runner {
+public:
+  scenario_runner(caf::actor_system& sys, caf::actor root,
+                  const config::settings& cfg, std::string dsn,
+                  std::string brokers, std::shared_ptr<chaos> faults);
+  ~scenario_runner();
+
+  /// The order's IDs once it is accepted, or why it could not be placed.
+  std::variant<scenario_run, std::string> start(const scenario& s);
+
+private:
+  /// Replays the order's DLQ entry for `consumer` in the background, once it
+  /// is parked and the consumer's offset has moved past the parked record
+  /// (before that, a crash may still deliver the original again, which
+  /// would park it once more over the replay).
+  void replay_when_parked(const std::string& order_id,
+                          const std::string& consumer);
+
+  caf::actor_system& sys_;
+  caf::actor root_;
+  config::settings cfg_;
+  std::string dsn_;
+  std::string brokers_;
+  std::shared_ptr<chaos> faults_;
+  persistence::recovery_journal journal_;
+};
+
+} // namespace ef::app

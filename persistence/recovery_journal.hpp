@@ -1,0 +1,75 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace ef::persistence {
+
+/// One line of the recovery journal (table recovery_journal). Empty strings
+/// and negative positions are stored as NULL.
+struct journal_line {
+  enum class kind { crash, restart, suppressed, client_retry };
+  kind what = kind::crash;
+  std::chrono::system_clock::time_point at = std::chrono::system_clock::now();
+  std::string point;    ///< crash point name ("relay.after_ack_before_mark")
+  std::string actor;    ///< who crashed or was restarted
+  std::string consumer; ///< for consumer-side lines
+  std::string order_id;
+  std::string event_id;
+  std::int32_t partition = -1;
+  std::int64_t offset = -1;
+  std::string detail;
+};
+
+const char* to_string(journal_line::kind k);
+
+/// Writes journal lines from a background thread, so that the actor that
+/// records a crash, a restart or a suppressed duplicate never waits for the
+/// database (it may be the very thing that is down). Lines wait in a
+/// bounded queue while the database is unreachable and are written when it
+/// is back; past the bound the oldest are dropped and counted. Thread-safe.
+class recovery_journal {
+public:
+  explicit recovery_journal(std::string dsn, size_t max_queued = 10000);
+
+  /// Writes what is queued (waiting up to `flush_timeout`), then stops.
+  ~recovery_journal();
+
+  recovery_journal(const recovery_journal&) = delete;
+  recovery_journal& operator=(const recovery_journal&) = delete;
+
+  /// Queues a line; never blocks on I/O.
+  void record(journal_line line);
+
+  /// Blocks until every line recorded before the call is written or
+  /// `timeout` passes; true if written.
+  bool flush(std::chrono::milliseconds timeout);
+
+  /// Lines dropped because the queue was full.
+  std::uint64_t dropped() const;
+
+private:
+  void run();
+
+  std::string dsn_;
+  size_t max_queued_;
+  mutable std::mutex mtx_;
+  std::condition_variable wake_;
+  std::condition_variable written_;
+  std::deque<journal_line> queue_;
+  std::uint64_t recorded_ = 0; ///< lines accepted (dropped ones included)
+  std::uint64_t done_ = 0;     ///< lines written or dropped
+  std::uint64_t dropped_ = 0;
+  bool stopping_ = false;
+  std::thread writer_;
+};
+
+/// Deletes up to `limit` journal lines older than `age_s` seconds.
+long delete_journal_lines(const std::string& dsn, int age_s, int limit);
+
+} // namespace ef::persistence

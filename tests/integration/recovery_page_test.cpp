@@ -1,0 +1,278 @@
+// The live recovery page in a real browser: `eventforge serve` as a process,
+// Debian's Chromium driven by tests/browser/recovery_page.mjs (playwright-
+// core), and every number the page shows compared with what this test reads
+// itself from PostgreSQL and the broker.
+
+#include "kafka/offsets.hpp"
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <set>
+
+using namespace ef;
+using json = nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> consumers{"fulfillment", "billing"};
+
+std::vector<std::string> serve_args(const std::string& dsn,
+                                    const std::string& brokers, bool demo) {
+  return {test::eventforge_binary(),
+          "serve",
+          "--http.port=0",
+          "--database.url=" + dsn,
+          "--kafka.brokers=" + brokers,
+          "--kafka.session-timeout-ms=6000",
+          "--demo.enabled=" + std::string(demo ? "true" : "false"),
+          "--log.level=warn"};
+}
+
+/// Where the screenshots are kept (docs/ takes its picture from there).
+std::string screenshot_dir() {
+  auto dir = std::string(EF_BINARY_DIR) + "/screenshots";
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+/// Runs the browser driver; returns its one JSON object (its log goes to
+/// `log`). Fails the test if it exits non-zero.
+json drive(const std::string& url, const std::string& mode,
+           const std::string& log, const std::string& extra = "") {
+  auto script = std::string(EF_SOURCE_DIR) + "/tests/browser/recovery_page.mjs";
+  auto [code, out] = test::run_command(
+    "(node " + script + " --url " + url + " --out " + screenshot_dir() +
+    " --mode " + mode + " " + extra + " 2>" + log + ")");
+  INFO("driver output: " << out);
+  INFO("driver log: " << log);
+  json r = json::parse(out, nullptr, false);
+  REQUIRE_FALSE(r.is_discarded());
+  CHECK(r["console_errors"].empty());
+  REQUIRE(code == 0);
+  return r;
+}
+
+/// Deliveries of `consumer` as durable state records them, by this test's
+/// own SQL: applied marks, suppressed duplicates and crashes that rolled a
+/// delivery back (recovery journal), deliveries that ended parked (DLQ).
+long deliveries(test::database& db, const std::string& consumer,
+                const std::string& order_filter) {
+  auto q = [&](const std::string& from_where) {
+    return db.scalar<long>("SELECT count(*) " + from_where);
+  };
+  auto of_order = [&](const std::string& column) {
+    return order_filter.empty()
+             ? std::string{}
+             : " AND " + column + " = '" + order_filter + "'";
+  };
+  return q("FROM processed_events p WHERE consumer = '" + consumer + "'" +
+           (order_filter.empty()
+              ? std::string{}
+              : " AND event_id IN (SELECT event_id FROM outbox WHERE order_id "
+                "= '" +
+                  order_filter + "')")) +
+         q("FROM recovery_journal WHERE kind = 'suppressed' AND consumer = '" +
+           consumer + "'" + of_order("order_id::text")) +
+         q("FROM recovery_journal WHERE kind = 'crash' AND consumer = '" +
+           consumer +
+           "' AND point IN ('consumer.before_db_commit', "
+           "'dlq.after_dlq_ack_before_offset')" +
+           of_order("order_id::text")) +
+         q("FROM dlq_events WHERE consumer = '" + consumer + "'" +
+           of_order("order_key"));
+}
+
+long effects(test::database& db, const std::string& consumer,
+             const std::string& order_filter) {
+  return db.scalar<long>(
+    "SELECT count(*) FROM business_effects WHERE consumer = '" + consumer +
+    "'" +
+    (order_filter.empty() ? std::string{}
+                          : " AND order_id = '" + order_filter + "'"));
+}
+
+} // namespace
+
+TEST_CASE("every_scenario_run_from_the_page_shows_what_postgres_and_the_"
+          "broker_recorded") {
+  test::database db;
+  test::temp_dir logs;
+  auto cfg = test::test_settings();
+  test::child_process broker({test::eventforge_binary(), "broker"},
+                             logs.path + "/broker.log");
+  auto brokers = test::ready_field(broker.await_line("ready"), "kafka");
+  REQUIRE_FALSE(brokers.empty());
+  test::child_process serve(serve_args(db.dsn(), brokers, true),
+                            logs.path + "/serve.log");
+  auto url = test::ready_field(serve.await_line("ready"), "http");
+  REQUIRE_FALSE(url.empty());
+
+  httplib::Client http(url);
+  auto catalog = json::parse(http.Get("/scenarios")->body);
+  REQUIRE(catalog["allowed"] == true);
+
+  auto r = drive(url, "scenarios", logs.path + "/driver.log");
+  REQUIRE(r["scenarios"].size() == catalog["scenarios"].size());
+  for (auto& shown : r["scenarios"]) {
+    auto name = shown["name"].get<std::string>();
+    auto order = shown["order_id"].get<std::string>();
+    INFO("scenario " << name << ", order " << order);
+    json expect;
+    std::string point;
+    for (auto& s : catalog["scenarios"])
+      if (s["name"] == name) {
+        expect = s["expect"];
+        point = s["point"];
+      }
+    REQUIRE_FALSE(expect.is_null());
+
+    // The page's counters are durable state's.
+    auto events = db.scalar<long>(
+      "SELECT count(*) FROM outbox WHERE order_id = '" + order + "'");
+    CHECK(shown["shown"]["logical_events"] == events);
+    for (auto& c : consumers) {
+      INFO("consumer " << c);
+      CHECK(shown["shown"]["per_consumer"][c]["deliveries"] ==
+            deliveries(db, c, order));
+      CHECK(shown["shown"]["per_consumer"][c]["changes"] ==
+            effects(db, c, order));
+      // Exactly one business change, whatever the failure.
+      CHECK(effects(db, c, order) == 1);
+    }
+    CHECK(events == expect["logical_events"]);
+    // The failure hit the first consumer (or, in the relay's windows, both).
+    auto focus = deliveries(db, consumers.front(), order);
+    CHECK(shown["shown"]["deliveries"] == focus);
+    if (name == "relay-after-publish-before-ack")
+      CHECK((focus == 1 || focus == 2)); // did the first copy land? either
+    else
+      CHECK(focus == expect["deliveries"]);
+    CHECK(shown["shown"]["business_changes"] == 1);
+
+    // The crash and the supervisor's restart are recorded, in that order.
+    if (!point.empty()) {
+      CHECK(db.scalar<long>("SELECT count(*) FROM recovery_journal WHERE "
+                            "kind = 'crash' AND point = '" +
+                            point + "' AND order_id = '" + order + "'") == 1);
+      CHECK(db.scalar<long>(
+              "SELECT count(*) FROM recovery_journal r, recovery_journal c "
+              "WHERE c.kind = 'crash' AND c.order_id = '" +
+              order +
+              "' AND r.kind = 'restart' AND r.point = c.point AND "
+              "r.at >= c.at") >= 1);
+    }
+    if (name == "api-after-commit-before-reply")
+      CHECK(db.scalar<long>("SELECT count(*) FROM recovery_journal WHERE "
+                            "kind = 'client_retry' AND order_id = '" +
+                            order + "'") >= 1);
+    if (name == "poison-event" || name == "dlq-after-ack-before-offset")
+      CHECK(db.scalar<long>("SELECT count(*) FROM dlq_events WHERE order_key "
+                            "= '" +
+                            order + "' AND status = 'replayed'") == 1);
+
+    // Each group committed its offset past every copy it was handed.
+    auto partition = db.scalar<int>(
+      "SELECT kafka_partition FROM outbox WHERE order_id = '" + order + "'");
+    for (auto& c : consumers) {
+      auto committed = kafka::committed_offsets(
+        brokers, "eventforge." + c, cfg.kafka.topic, cfg.kafka.partitions);
+      auto highest = db.scalar<long>(
+        "SELECT greatest((SELECT max(kafka_offset) FROM processed_events WHERE "
+        "consumer = '" +
+        c +
+        "' AND event_id IN (SELECT event_id FROM outbox WHERE order_id = '" +
+        order +
+        "')), (SELECT coalesce(max(kafka_offset), -1) FROM "
+        "recovery_journal WHERE consumer = '" +
+        c + "' AND order_id = '" + order + "'))");
+      CHECK(committed[partition] > highest);
+    }
+    // The page lit every step and panel of a delivered, applied order.
+    CHECK(shown["panels"]["order"] == "created");
+    CHECK(shown["panels"]["outbox"] == "sent");
+    CHECK(shown["panels"]["effect"] == "1");
+    CHECK(shown["panels"]["offset"] == "committed");
+    CHECK(shown["steps_lit"].size() == 10);
+  }
+  // Step walked the last scenario's recorded hops one at a time.
+  auto& walk = r["step_walk"]["texts"];
+  CHECK(walk.size() >= 5);
+  std::set<std::string> distinct(walk.begin(), walk.end());
+  CHECK(distinct.size() == walk.size());
+}
+
+TEST_CASE("after_a_chaos_run_of_1000_orders_the_read_only_page_shows_durable_"
+          "state_and_scenarios_change_nothing") {
+  test::database db;
+  test::temp_dir logs;
+  auto cfg = test::test_settings();
+  test::child_process broker({test::eventforge_binary(), "broker"},
+                             logs.path + "/broker.log");
+  auto brokers = test::ready_field(broker.await_line("ready"), "kafka");
+  REQUIRE_FALSE(brokers.empty());
+  // A chaos run against this database and broker: every crash point fires
+  // on about 2 % of its visits; the command verifies every invariant.
+  auto [code, out] = test::run_command(
+    test::eventforge_binary() +
+    " chaos --orders 1000 --concurrency 8 --seed 11 --rate 0.02 "
+    "--kafka.session-timeout-ms=6000 --log.level=error --database.url='" +
+    db.dsn() + "' --kafka.brokers=" + brokers);
+  INFO(out);
+  REQUIRE(code == 0);
+
+  test::child_process serve(serve_args(db.dsn(), brokers, false),
+                            logs.path + "/serve.log");
+  auto url = test::ready_field(serve.await_line("ready"), "http");
+  REQUIRE_FALSE(url.empty());
+  REQUIRE(test::wait_until([&] { return test::quiescent(db, cfg, brokers); }));
+
+  // What durable state says, by this test's own queries.
+  auto orders = db.scalar<long>("SELECT count(*) FROM orders");
+  CHECK(orders >= 1000);
+  auto r = drive(
+    url, "overview", logs.path + "/overview.log",
+    "--order " + db.scalar<std::string>("SELECT id::text FROM orders ORDER BY "
+                                        "created_at LIMIT 1"));
+  auto& ov = r["overview"];
+  CHECK(ov["orders"] == orders);
+  CHECK(ov["logical_events"] == db.scalar<long>("SELECT count(*) FROM outbox"));
+  CHECK(ov["outbox_unsent"] == 0);
+  CHECK(ov["dlq_parked"] == db.scalar<long>("SELECT count(*) FROM dlq_events "
+                                            "WHERE status = 'parked'"));
+  CHECK(ov["restarts"] == db.scalar<long>("SELECT count(*) FROM "
+                                          "recovery_journal WHERE kind = "
+                                          "'restart'"));
+  CHECK(db.scalar<long>("SELECT count(*) FROM recovery_journal WHERE kind = "
+                        "'crash'") > 0);
+  for (auto& c : consumers) {
+    INFO("consumer " << c);
+    auto& shown = ov["consumers"][c];
+    CHECK(shown["deliveries"] == deliveries(db, c, ""));
+    CHECK(shown["changes"] == effects(db, c, ""));
+    CHECK(shown["duplicates"] ==
+          db.scalar<long>("SELECT count(*) FROM recovery_journal WHERE kind "
+                          "= 'suppressed' AND consumer = '" +
+                          c + "'"));
+    CHECK(shown["lag"] == 0);
+    // One business change per applied event, none twice.
+    CHECK(effects(db, c, "") == db.scalar<long>("SELECT count(*) FROM "
+                                                "processed_events WHERE "
+                                                "consumer = '" +
+                                                c + "'"));
+  }
+
+  // Read-only: the page says so, and a scenario request changes nothing.
+  auto ro = drive(url, "readonly", logs.path + "/readonly.log");
+  CHECK(ro["run_disabled"] == true);
+  CHECK_FALSE(ro["readonly_notice"].get<std::string>().empty());
+  httplib::Client http(url);
+  auto refused =
+    http.Post("/scenarios/consumer-before-db-commit", "", "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 403);
+  CHECK(db.scalar<long>("SELECT count(*) FROM orders") == orders);
+}
