@@ -274,7 +274,41 @@ TEST_CASE("every_refused_request_is_4xx_names_the_field_and_writes_nothing") {
   auto r = cli.Get("/admin/dlq/abc", admin);
   REQUIRE(r);
   CHECK(r->status == 404);
+  // The recovery page's endpoints: no trace of an unknown order, no run of
+  // an unknown scenario, and without demo.enabled a run needs the token.
+  for (auto path : {"/orders/not-a-uuid/trace",
+                    "/orders/0190b6a8-1234-7abc-8def-0123456789ab/trace"}) {
+    auto t = cli.Get(path);
+    REQUIRE(t);
+    CHECK(t->status == 404);
+    CHECK(test::json_field(t->body, "field") == "order_id");
+  }
+  auto unknown = cli.Post("/scenarios/no-such-thing", "", "application/json");
+  REQUIRE(unknown);
+  CHECK(unknown->status == 404);
+  CHECK(test::json_field(unknown->body, "field") == "name");
+  for (auto* token : {"", "Bearer wrong"}) {
+    httplib::Headers h;
+    if (*token)
+      h.emplace("Authorization", token);
+    auto refused = cli.Post("/scenarios/none", h, "", "application/json");
+    REQUIRE(refused);
+    CHECK(refused->status == 403);
+    CHECK(test::json_field(refused->body, "error").find("demo.enabled") !=
+          std::string::npos);
+  }
   CHECK(f.rows_written() == 3);
+  // The admin token may run one: a real order, traced from durable state.
+  auto run = cli.Post("/scenarios/none", admin, "", "application/json");
+  REQUIRE(run);
+  CHECK(run->status == 202);
+  auto id = test::json_field(run->body, "order_id");
+  REQUIRE(test::wait_until([&] {
+    auto t = cli.Get("/orders/" + id + "/trace");
+    return t && t->status == 200 &&
+           t->body.find("\"settled\":true") != std::string::npos;
+  }));
+  CHECK(f.rows_written() == 7); // order, item, outbox row, its key
 }
 
 TEST_CASE("protocol_details_framing_keep_alive_pipelining_continue_and_"

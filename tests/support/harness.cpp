@@ -72,8 +72,10 @@ tree::tree(const config::settings& cfg, const endpoints& ep) {
   spdlog::set_level(spdlog::level::from_str(cfg.log.level));
   sys_ = std::make_unique<caf::actor_system>(caf_cfg_);
   metrics_ = std::make_shared<telemetry>();
-  root_ = ef::start(*sys_, cfg, ep, metrics_);
-  http_ = std::make_unique<app::http_frontend>(*sys_, root_, cfg, metrics_, ep);
+  auto faults = std::make_shared<chaos>(cfg.chaos, metrics_);
+  root_ = ef::start(*sys_, cfg, ep, metrics_, faults);
+  http_ = std::make_unique<app::http_frontend>(*sys_, root_, cfg, metrics_, ep,
+                                               faults);
   http_->start();
   url_ = http_->url();
 }

@@ -118,3 +118,62 @@ TEST_CASE("chaos_keys_name_the_logical_event_when_a_trace_is_given") {
         "0af7651916cd43dd8448eb211c80319c/OrderCancelled");
   CHECK(chaos_key("", "OrderCreated", "e1") == "e1");
 }
+
+namespace {
+
+/// Visits `p` with `key`; true if it crashed.
+bool crashes(chaos& c, crash_point p, const std::string& key) {
+  try {
+    c.check(p, key, {"order", "event", ""});
+  } catch (const injected_crash& e) {
+    CHECK(e.point == p);
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("an_armed_crash_fires_once_for_its_trace_and_consumer_only") {
+  config::settings::chaos_section off; // no configured points: chaos is off
+  chaos c(off, std::make_shared<telemetry>());
+  std::vector<crash_point> seen;
+  c.on_crash([&](crash_point p, const crash_site& site) {
+    seen.push_back(p);
+    CHECK(site.order_id == "order");
+  });
+  auto trace = std::string(32, 'a');
+  auto other = std::string(32, 'b');
+  auto p = crash_point::consumer_after_db_before_offset;
+  CHECK_FALSE(c.enabled(p));
+  c.arm(p, trace, "fulfillment");
+  CHECK(c.enabled(p));
+  // Not another trace, not another consumer, not another point.
+  CHECK_FALSE(crashes(c, p, "fulfillment/" + other + "/OrderCreated"));
+  CHECK_FALSE(crashes(c, p, "billing/" + trace + "/OrderCreated"));
+  CHECK_FALSE(crashes(c, crash_point::consumer_before_db_commit,
+                      "fulfillment/" + trace + "/OrderCreated"));
+  // Its own: once, then the point is off again.
+  CHECK(crashes(c, p, "fulfillment/" + trace + "/OrderCreated"));
+  CHECK_FALSE(crashes(c, p, "fulfillment/" + trace + "/OrderCreated"));
+  CHECK_FALSE(c.enabled(p));
+  CHECK(seen == std::vector<crash_point>{p});
+  // Armed crashes are not seeded decisions: the chaos run's list is empty.
+  CHECK(c.injected().empty());
+}
+
+TEST_CASE("a_poisoned_trace_matches_only_its_consumer_until_forgotten") {
+  config::settings::chaos_section off;
+  chaos c(off, std::make_shared<telemetry>());
+  auto trace = std::string(32, 'c');
+  CHECK_FALSE(c.poisoned("fulfillment/" + trace + "/OrderCreated"));
+  c.poison(trace, "fulfillment");
+  CHECK(c.poisoned("fulfillment/" + trace + "/OrderCreated"));
+  CHECK(c.poisoned("fulfillment/" + trace + "/OrderCancelled"));
+  CHECK_FALSE(c.poisoned("billing/" + trace + "/OrderCreated"));
+  CHECK_FALSE(c.poisoned("fulfillment/" + std::string(32, 'd') + "/x"));
+  // Bounded: the oldest of more than 1,000 poisons is forgotten.
+  for (int i = 0; i < 1000; ++i)
+    c.poison(std::to_string(1000000 + i) + std::string(25, 'e'), "billing");
+  CHECK_FALSE(c.poisoned("fulfillment/" + trace + "/OrderCreated"));
+}

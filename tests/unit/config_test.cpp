@@ -47,7 +47,9 @@ TEST_CASE("invalid_config_values_are_rejected_naming_the_key") {
                  bad{"kafka.topic", "bad topic", "may contain only"},
                  bad{"log.level", "loud", "must be one of"},
                  bad{"consumer.enabled", "shipping", "unknown name"},
-                 bad{"kafka.partitions", "3.5", "expected an integer"}}) {
+                 bad{"kafka.partitions", "3.5", "expected an integer"},
+                 bad{"demo.enabled", "yes", "must be true or false"},
+                 bad{"demo.enabled", "", "must be true or false"}}) {
     auto r = build_settings({{b.key, b.value}});
     INFO(b.key << "=" << b.value << " gave: " << r.error);
     REQUIRE_FALSE(r.ok());
