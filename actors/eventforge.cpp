@@ -131,6 +131,9 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
     line.order_id = site.order_id;
     line.event_id = site.event_id;
     journal->record(std::move(line));
+    // Written before the crash takes effect, so that no redelivery it
+    // causes can be committed before the crash is on record.
+    journal->flush(std::chrono::seconds(1));
   });
   auto ctx = std::make_shared<context>(
     context{cfg, dsn, ep.kafka_brokers, metrics, faults, journal});

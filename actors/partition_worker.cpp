@@ -166,6 +166,16 @@ void partition_worker_state::log_delivered(const order_event& ev,
 }
 
 void partition_worker_state::finish_front(caf::event_based_actor* self) {
+  // Once its offset is committed nothing tells of a suppressed delivery but
+  // its journal line: write it first (rare: only after a redelivery). A
+  // journal that cannot write within the bound does not hold the partition.
+  if (journal_unflushed) {
+    journal_unflushed = false;
+    if (!ctx->journal->flush(std::chrono::seconds(1)))
+      spdlog::warn("{} p{}: recovery journal lines still waiting for the "
+                   "database; committing the offset anyway",
+                   consumer, partition);
+  }
   auto& rec = pending.front();
   self->send(group_member,
              record_done{rec.partition, rec.offset, rec.key,
@@ -193,6 +203,7 @@ void partition_worker_state::note(const order_event& ev,
       line.partition = rec.partition;
       line.offset = rec.offset;
       ctx->journal->record(std::move(line));
+      journal_unflushed = true;
     }
     event_log::hop("suppressed", ev.order_id, ev.event_id, trace,
                    {{"consumer", consumer}});

@@ -65,6 +65,9 @@ struct partition_worker_state {
   /// batches.
   size_t singles_left = 0;
   int attempts = 0;
+  /// A suppressed duplicate was recorded in the recovery journal and must
+  /// be written before any offset past it is reported done.
+  bool journal_unflushed = false;
   std::string first_failure_at;
 
   /// Processes pending records in order until one must wait; returns the

@@ -270,7 +270,9 @@ std::optional<json> recovery_view::trace(const std::string& order_id) {
           highest = d.offset;
           partition = d.partition;
         }
-      if (highest < 0)
+      // The outbox's recorded copy too: a republished event is not settled
+      // before the consumer has been handed its last copy.
+      if (e.partition == partition && e.offset > highest)
         highest = e.offset;
       long long committed_at =
         partition >= 0 && static_cast<size_t>(partition) < committed.size()

@@ -44,7 +44,8 @@ namespace {
 
 /// Runs `eventforge chaos ARGS --report FILE` in a fresh data dir; returns
 /// (exit code, report, output).
-std::tuple<int, nlohmann::json, std::string> chaos_run(const std::string& args) {
+std::tuple<int, nlohmann::json, std::string>
+chaos_run(const std::string& args) {
   test::temp_dir dir;
   auto report = dir.path + "/report.json";
   auto [code, out] = test::run_command(
@@ -72,8 +73,7 @@ TEST_CASE("chaos_with_broker_restarts_keeps_every_invariant_and_the_same_"
     CHECK((*r)["ok"] == true);
     CHECK((*r)["broker_restarts"] == 2);
     CHECK((*r)["verification"]["violations"].empty());
-    CHECK((*r)["business_changes"] ==
-          2 * (*r)["logical_events"].get<int>());
+    CHECK((*r)["business_changes"] == 2 * (*r)["logical_events"].get<int>());
   }
   // Replayable: the same logical events crashed at the same points.
   CHECK(r1["crashes"]["count"].get<int>() > 0);
@@ -102,18 +102,10 @@ TEST_CASE("two_serve_processes_one_repeatedly_sigkilled_lose_no_order_and_"
   test::database db;
   test::temp_dir logs;
   auto cfg = test::test_settings();
-  test::child_process broker({test::eventforge_binary(), "broker"},
-                             logs.path + "/broker.log");
-  auto brokers = test::ready_field(broker.await_line("ready"), "kafka");
+  test::broker_process broker(logs.path + "/broker.log");
+  auto brokers = broker.brokers();
   REQUIRE_FALSE(brokers.empty());
-  auto args = std::vector<std::string>{test::eventforge_binary(),
-                                       "serve",
-                                       "--http.port=0",
-                                       "--database.url=" + db.dsn(),
-                                       "--kafka.brokers=" + brokers,
-                                       "--kafka.session-timeout-ms=6000",
-                                       "--kafka.fetch-wait-max-ms=20",
-                                       "--log.level=warn"};
+  auto args = test::serve_command(db.dsn(), brokers);
   std::unique_ptr<test::child_process> serve[2];
   std::string urls[2];
   std::mutex mtx;

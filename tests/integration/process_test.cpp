@@ -13,31 +13,14 @@
 using namespace ef;
 using namespace std::chrono_literals;
 
-namespace {
-
-std::vector<std::string> serve_args(const std::string& dsn,
-                                    const std::string& brokers) {
-  return {test::eventforge_binary(),
-          "serve",
-          "--http.port=0",
-          "--database.url=" + dsn,
-          "--kafka.brokers=" + brokers,
-          "--kafka.session-timeout-ms=6000",
-          "--kafka.fetch-wait-max-ms=20",
-          "--log.level=warn"};
-}
-
-} // namespace
-
 TEST_CASE("serve_killed_with_sigkill_mid_stream_and_restarted_loses_no_order_"
           "and_applies_nothing_twice") {
   test::database db;
   test::temp_dir logs;
   auto cfg = test::test_settings();
   // The broker lives in its own process, as it must outlive serve.
-  test::child_process broker({test::eventforge_binary(), "broker"},
-                             logs.path + "/broker.log");
-  auto brokers = test::ready_field(broker.await_line("ready"), "kafka");
+  test::broker_process broker(logs.path + "/broker.log");
+  auto brokers = broker.brokers();
   REQUIRE_FALSE(brokers.empty());
 
   constexpr int orders = 400;
@@ -47,7 +30,7 @@ TEST_CASE("serve_killed_with_sigkill_mid_stream_and_restarted_loses_no_order_"
   int next = 0;
   // Two lives of serve; the first is SIGKILLed while orders stream in.
   for (int life = 0; life < 2; ++life) {
-    test::child_process serve(serve_args(db.dsn(), brokers),
+    test::child_process serve(test::serve_command(db.dsn(), brokers),
                               logs.path + "/serve.log");
     auto url = test::ready_field(serve.await_line("ready"), "http");
     REQUIRE_FALSE(url.empty());

@@ -22,14 +22,8 @@ const std::vector<std::string> consumers{"fulfillment", "billing"};
 
 std::vector<std::string> serve_args(const std::string& dsn,
                                     const std::string& brokers, bool demo) {
-  return {test::eventforge_binary(),
-          "serve",
-          "--http.port=0",
-          "--database.url=" + dsn,
-          "--kafka.brokers=" + brokers,
-          "--kafka.session-timeout-ms=6000",
-          "--demo.enabled=" + std::string(demo ? "true" : "false"),
-          "--log.level=warn"};
+  return test::serve_command(
+    dsn, brokers, {"--demo.enabled=" + std::string(demo ? "true" : "false")});
 }
 
 /// Where the screenshots are kept (docs/ takes its picture from there).
@@ -102,9 +96,8 @@ TEST_CASE("every_scenario_run_from_the_page_shows_what_postgres_and_the_"
   test::database db;
   test::temp_dir logs;
   auto cfg = test::test_settings();
-  test::child_process broker({test::eventforge_binary(), "broker"},
-                             logs.path + "/broker.log");
-  auto brokers = test::ready_field(broker.await_line("ready"), "kafka");
+  test::broker_process broker(logs.path + "/broker.log");
+  auto brokers = broker.brokers();
   REQUIRE_FALSE(brokers.empty());
   test::child_process serve(serve_args(db.dsn(), brokers, true),
                             logs.path + "/serve.log");
@@ -158,12 +151,16 @@ TEST_CASE("every_scenario_run_from_the_page_shows_what_postgres_and_the_"
       CHECK(db.scalar<long>("SELECT count(*) FROM recovery_journal WHERE "
                             "kind = 'crash' AND point = '" +
                             point + "' AND order_id = '" + order + "'") == 1);
-      CHECK(db.scalar<long>(
-              "SELECT count(*) FROM recovery_journal r, recovery_journal c "
-              "WHERE c.kind = 'crash' AND c.order_id = '" +
-              order +
-              "' AND r.kind = 'restart' AND r.point = c.point AND "
-              "r.at >= c.at") >= 1);
+      // The restart line is written in the background (a supervisor never
+      // waits for the database): wait for it.
+      CHECK(test::wait_until([&] {
+        return db.scalar<long>(
+                 "SELECT count(*) FROM recovery_journal r, recovery_journal c "
+                 "WHERE c.kind = 'crash' AND c.order_id = '" +
+                 order +
+                 "' AND r.kind = 'restart' AND r.point = c.point AND "
+                 "r.at >= c.at") >= 1;
+      }));
     }
     if (name == "api-after-commit-before-reply")
       CHECK(db.scalar<long>("SELECT count(*) FROM recovery_journal WHERE "
@@ -210,9 +207,8 @@ TEST_CASE("after_a_chaos_run_of_1000_orders_the_read_only_page_shows_durable_"
   test::database db;
   test::temp_dir logs;
   auto cfg = test::test_settings();
-  test::child_process broker({test::eventforge_binary(), "broker"},
-                             logs.path + "/broker.log");
-  auto brokers = test::ready_field(broker.await_line("ready"), "kafka");
+  test::broker_process broker(logs.path + "/broker.log");
+  auto brokers = broker.brokers();
   REQUIRE_FALSE(brokers.empty());
   // A chaos run against this database and broker: every crash point fires
   // on about 2 % of its visits; the command verifies every invariant.

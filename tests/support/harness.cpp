@@ -260,4 +260,25 @@ std::string ready_field(const std::string& line, const std::string& name) {
   return line.substr(from, line.find(' ', from) - from);
 }
 
+broker_process::broker_process(const std::string& log_path)
+    : process_({eventforge_binary(), "broker"}, log_path),
+      brokers_(ready_field(process_.await_line("ready"), "kafka")) {
+  // nop
+}
+
+std::vector<std::string> serve_command(const std::string& dsn,
+                                       const std::string& brokers,
+                                       const std::vector<std::string>& extra) {
+  std::vector<std::string> argv{eventforge_binary(),
+                                "serve",
+                                "--http.port=0",
+                                "--database.url=" + dsn,
+                                "--kafka.brokers=" + brokers,
+                                "--kafka.session-timeout-ms=6000",
+                                "--kafka.fetch-wait-max-ms=20",
+                                "--log.level=warn"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
 } // namespace ef::test

@@ -137,4 +137,23 @@ private:
 /// Extracts "name=value" from a ready line.
 std::string ready_field(const std::string& line, const std::string& name);
 
+/// `eventforge broker` in a process of its own: a broker that outlives the
+/// serve processes a test starts, kills and restarts.
+class broker_process {
+public:
+  explicit broker_process(const std::string& log_path);
+  /// Its bootstrap servers ("" if it never got ready).
+  const std::string& brokers() const { return brokers_; }
+
+private:
+  child_process process_;
+  std::string brokers_;
+};
+
+/// The command line of `eventforge serve` on this database and broker, on a
+/// free port, with the tests' short group timeouts; `extra` is appended.
+std::vector<std::string>
+serve_command(const std::string& dsn, const std::string& brokers,
+              const std::vector<std::string>& extra = {});
+
 } // namespace ef::test
