@@ -191,39 +191,44 @@ void scenario_runner::replay_when_parked(const std::string& order_id,
            e.source_partition < static_cast<int>(committed.size()) &&
            committed[e.source_partition] > e.source_offset;
   };
-  sys_.spawn<caf::detached>([root = root_, store, order_id, consumer,
-                             moved_past](caf::event_based_actor* self) {
-    self->monitor(root);
-    self->set_down_handler([self](caf::down_msg&) { self->quit(); });
-    auto polls = std::make_shared<int>(0);
-    self->send(self, poll_atom::value);
-    return caf::behavior{
-      [=](poll_atom) {
-        bool ready = false;
-        std::optional<persistence::dlq_entry> head;
-        try {
-          head = store->head_of(consumer, order_id);
-          ready = head && head->status == "parked" && moved_past(*head);
-        } catch (const std::exception& e) {
-          spdlog::debug("demo: DLQ or offsets not readable yet: {}", e.what());
-        }
-        if (ready) {
-          spdlog::info("demo: replaying DLQ entry {} of order {}", head->id,
-                       order_id);
-          self->send(root, dlq_command{"replay", head->id, "", "demo"});
-          self->quit();
-          return;
-        }
-        if (++*polls >= dlq_polls) {
-          spdlog::warn("demo: order {} was not parked in time; no replay",
-                       order_id);
-          self->quit();
-          return;
-        }
-        self->delayed_send(self, dlq_poll, poll_atom::value);
-      },
-    };
-  });
+  // The root is a spawn argument, never an empty argument list (see
+  // http_frontend's ask()).
+  sys_.spawn<caf::detached>(
+    [store, order_id, consumer, moved_past](caf::event_based_actor* self,
+                                            caf::actor root) {
+      self->monitor(root);
+      self->set_down_handler([self](caf::down_msg&) { self->quit(); });
+      auto polls = std::make_shared<int>(0);
+      self->send(self, poll_atom::value);
+      return caf::behavior{
+        [=](poll_atom) {
+          bool ready = false;
+          std::optional<persistence::dlq_entry> head;
+          try {
+            head = store->head_of(consumer, order_id);
+            ready = head && head->status == "parked" && moved_past(*head);
+          } catch (const std::exception& e) {
+            spdlog::debug("demo: DLQ or offsets not readable yet: {}",
+                          e.what());
+          }
+          if (ready) {
+            spdlog::info("demo: replaying DLQ entry {} of order {}", head->id,
+                         order_id);
+            self->send(root, dlq_command{"replay", head->id, "", "demo"});
+            self->quit();
+            return;
+          }
+          if (++*polls >= dlq_polls) {
+            spdlog::warn("demo: order {} was not parked in time; no replay",
+                         order_id);
+            self->quit();
+            return;
+          }
+          self->delayed_send(self, dlq_poll, poll_atom::value);
+        },
+      };
+    },
+    root_);
 }
 
 } // namespace ef::app

@@ -138,12 +138,17 @@ struct http_frontend::impl {
   template <class Reply, class Command, class OnReply>
   void ask(Command cmd, responder done, OnReply on_reply) {
     auto timeout = std::chrono::milliseconds(cfg.http.request_timeout_ms);
-    sys.spawn([r = root, timeout, cmd = std::move(cmd), done,
-               on_reply](caf::event_based_actor* self) mutable {
-      self->request(r, timeout, std::move(cmd))
-        .then([=](Reply& reply) { done(on_reply(reply)); },
-              [=](caf::error& err) { done(error_response(err)); });
-    });
+    // The root goes in as a spawn argument: CAF 0.17 binds a reference to a
+    // null argument tuple for an actor spawned without any (undefined
+    // behaviour that UBSan reports).
+    sys.spawn(
+      [timeout, cmd = std::move(cmd), done,
+       on_reply](caf::event_based_actor* self, const caf::actor& r) mutable {
+        self->request(r, timeout, std::move(cmd))
+          .then([=](Reply& reply) { done(on_reply(reply)); },
+                [=](caf::error& err) { done(error_response(err)); });
+      },
+      root);
   }
 
   void blocking_call(responder done, std::function<response()> work) {
