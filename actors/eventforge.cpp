@@ -106,6 +106,16 @@ bool drain(caf::actor_system& sys, const caf::actor& root,
   return drained;
 }
 
+void configure_actor_system([[maybe_unused]] caf::actor_system_config& cfg) {
+#if defined(EF_TSAN_BUILD)
+  // CAF 0.17's default work-stealing scheduler passes jobs between worker
+  // threads through atomics inside libcaf_core, which is not instrumented:
+  // TSan would report every hand-over of an actor or message as a race. The
+  // work-sharing scheduler hands jobs over under a mutex, which TSan sees.
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+#endif
+}
+
 caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                  const endpoints& ep, std::shared_ptr<telemetry> metrics,
                  std::shared_ptr<chaos> faults) {

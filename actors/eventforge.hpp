@@ -22,6 +22,12 @@ struct endpoints {
   std::string kafka_brokers;
 };
 
+/// What EventForge needs of the host's CAF configuration; call it before
+/// the actor system is created from `cfg`. In a ThreadSanitizer build it
+/// selects CAF's work-sharing scheduler (docs/sanitizers.md); otherwise it
+/// leaves the configuration as the host made it.
+void configure_actor_system(caf::actor_system_config& cfg);
+
 /// Starts EventForge inside an existing actor system: applies pending schema
 /// migrations, then spawns the supervised tree (API workers, relay shards,
 /// consumer group members with their partition actors) and returns its root.

@@ -306,6 +306,7 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan) {
     {"relay_clients", base.relay_clients}};
 
   caf::actor_system_config caf_cfg;
+  configure_actor_system(caf_cfg);
   caf::actor_system sys{caf_cfg};
   auto registry = std::make_shared<telemetry>();
   auto faults = std::make_shared<chaos>(cfg.chaos, registry);

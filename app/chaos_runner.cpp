@@ -149,6 +149,7 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
     return 2;
   }
   caf::actor_system_config caf_cfg;
+  configure_actor_system(caf_cfg);
   caf::actor_system sys{caf_cfg};
   auto registry = std::make_shared<telemetry>();
   auto faults = std::make_shared<chaos>(cfg.chaos, registry);

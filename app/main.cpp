@@ -68,6 +68,7 @@ int serve(const settings& cfg) {
   auto signals = block_shutdown_signals();
   ef::app::runtime rt(cfg);
   caf::actor_system_config caf_cfg;
+  ef::configure_actor_system(caf_cfg);
   caf::actor_system sys{caf_cfg};
   auto metrics = std::make_shared<ef::telemetry>();
   // Shared with the HTTP front: the recovery page's scenarios arm them.

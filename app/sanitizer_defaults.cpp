@@ -1,10 +1,44 @@
 // Compiled into every executable (eventforge, the test suites) only when
-// built with -DEF_SANITIZE=ON: the options each instrumented process starts
-// with, so that `ctest`, `eventforge serve` and the processes tests spawn
-// need no environment to fail on the first report. An environment variable
-// (ASAN_OPTIONS, ...) still overrides them.
+// built with -DEF_SANITIZE=ON or -DEF_TSAN=ON: the options each instrumented
+// process starts with, so that `ctest`, `eventforge serve` and the processes
+// tests spawn need no environment to fail on the first report. An environment
+// variable (ASAN_OPTIONS, ...) still overrides them.
 
 extern "C" {
+
+#if defined(EF_TSAN_BUILD)
+
+const char* __tsan_default_options() {
+  return "halt_on_error=1:second_deadlock_stack=1:history_size=4";
+}
+
+// Races TSan reports only because CAF 0.17 (libcaf_core) and librdkafka
+// are not instrumented: they order these accesses with atomics TSan cannot
+// see. Each pattern names a third-party function or library, never an
+// EventForge one; docs/sanitizers.md says what this leaves unchecked.
+const char* __tsan_default_suppressions() {
+  return
+    // An actor's state is destroyed by whichever thread drops the last
+    // reference to it; CAF's atomic reference count orders that after every
+    // earlier use, as it does for an exiting actor's group subscriptions.
+    "race:caf::intrusive_ptr_release\n"
+    "race:block_dtor\n"
+    "race:caf::mixin::subscriber*cleanup\n"
+    // Shutting the actor system down: the main thread destroys CAF's own
+    // actors and registry entries once CAF's atomic count of running
+    // actors says they are done.
+    "race:caf::actor_registry::erase\n"
+    "race:caf::scheduled_actor::~scheduled_actor\n"
+    // Memory librdkafka frees on its own threads, ordered by its own
+    // reference counts (a record's headers, a message's payload). Not
+    // libcaf_core: that would also hide the mutexes TSan needs from it.
+    "called_from_lib:librdkafka.so\n"
+    // librdkafka initialises a mutex and hands it to a thread it starts
+    // through its own atomics (only our C11 shim's mtx_init names it).
+    "race:mtx_init\n";
+}
+
+#else
 
 const char* __asan_default_options() {
   return "detect_leaks=1:abort_on_error=1:check_initialization_order=1";
@@ -26,5 +60,7 @@ const char* __lsan_default_suppressions() {
   // own allocation. Seen only in the two tests that kill the database.
   return "leak:PQmakeEmptyPGresult\n";
 }
+
+#endif
 
 } // extern "C"

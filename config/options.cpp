@@ -435,7 +435,10 @@ const std::vector<option>& options() {
 
 build_result build_settings(const raw_values& values) {
   build_result r;
-  for (auto& [key, value] : values) {
+  for (auto& entry : values) {
+    // Named, not a structured binding: C++17 lambdas cannot capture those.
+    const auto& key = entry.first;
+    const auto& value = entry.second;
     auto& table = options();
     auto i = std::find_if(table.begin(), table.end(),
                           [&](const option& o) { return o.key == key; });

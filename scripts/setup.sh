@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages EventForge needs (only those missing) and
-# builds it into build/. Idempotent; safe to run again.
+# builds it into build/ (build-asan/ or build-tsan/ when EF_CMAKE_ARGS asks
+# for a sanitizer). Idempotent; safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,9 +39,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ -n "$added_policy" ]; then $sudo rm -f "$policy"; fi
 fi
 
+source scripts/build_dir.sh
 build_type=${EF_BUILD_TYPE:-RelWithDebInfo}
-cmake -S . -B build -DCMAKE_BUILD_TYPE="$build_type" ${EF_CMAKE_ARGS:-} >/dev/null
-cmake --build build -j "$(nproc)"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" \
+  "${compiler_args[@]}" ${EF_CMAKE_ARGS:-} >/dev/null
+cmake --build "$build_dir" -j "$(nproc)"
 
 # The browser test (tests/browser) drives Debian's chromium with playwright-core
 # from package-lock.json. Playwright must never download a browser of its own:

@@ -43,6 +43,7 @@ TEST_CASE("host_application_actors_place_and_read_orders_through_the_"
   auto cfg = test::test_settings();
   kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
   caf::actor_system_config host_cfg;
+  ef::configure_actor_system(host_cfg);
   caf::actor_system host{host_cfg};
   auto root = ef::start(host, cfg, {db.dsn(), broker.bootstrap_servers()});
   auto clerk = host.spawn(shop_clerk, root);

@@ -14,6 +14,7 @@
 #include <csignal>
 
 #include <fstream>
+#include <optional>
 #include <thread>
 
 using namespace ef;
@@ -30,12 +31,23 @@ std::string scrape(const std::string& url) {
   return res->body;
 }
 
-/// The value of one series in an exposition (0 if absent).
-double value_of(const std::string& text, const std::string& series) {
+/// The value of one series in an exposition, empty if the series is absent:
+/// a missing series then fails every comparison (`== 0` included) instead
+/// of passing as 0.
+std::optional<double> value_of(const std::string& text,
+                               const std::string& series) {
   auto at = text.find("\n" + series + " ");
   if (at == std::string::npos)
-    return 0;
+    return std::nullopt;
   return std::stod(text.substr(at + series.size() + 2));
+}
+
+/// The value of a series that must be in the exposition.
+double present(const std::string& text, const std::string& series) {
+  auto v = value_of(text, series);
+  if (!v)
+    FAIL("series " << series << " is missing from /metrics");
+  return *v;
 }
 
 struct obs_fixture {
@@ -102,8 +114,8 @@ TEST_CASE("broker_outage_grows_the_outbox_age_and_publish_errors_then_the_"
     auto text = scrape(f.t->url());
     double errors = 0;
     for (int s = 0; s < f.cfg.relay.shards; ++s)
-      errors += value_of(text, "relay_publish_errors_total{shard=\"" +
-                                 std::to_string(s) + "\"}");
+      errors += present(text, "relay_publish_errors_total{shard=\"" +
+                                std::to_string(s) + "\"}");
     return errors >= 1;
   }));
   f.broker.set_down(false);
@@ -137,7 +149,7 @@ TEST_CASE("a_duplicate_of_a_processed_event_counts_one_idempotency_conflict_"
     auto series =
       "consumer_duplicates_suppressed_total{consumer=\"" + c + "\"}";
     INFO(c);
-    CHECK(value_of(after, series) - value_of(before, series) == 1);
+    CHECK(present(after, series) - present(before, series) == 1);
   }
   // Lag = log end - committed, for every consumer and partition.
   auto ends = kafka::log_end_offsets(brokers, "orders", 2);

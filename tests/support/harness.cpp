@@ -70,6 +70,7 @@ bool wait_until(const std::function<bool()>& pred,
 
 tree::tree(const config::settings& cfg, const endpoints& ep) {
   spdlog::set_level(spdlog::level::from_str(cfg.log.level));
+  configure_actor_system(caf_cfg_);
   sys_ = std::make_unique<caf::actor_system>(caf_cfg_);
   metrics_ = std::make_shared<telemetry>();
   auto faults = std::make_shared<chaos>(cfg.chaos, metrics_);

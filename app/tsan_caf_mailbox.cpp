@@ -1,0 +1,128 @@
+// Compiled into every executable only in the ThreadSanitizer build
+// (-DEF_TSAN=ON). CAF 0.17's mailboxes are lock-free queues inside
+// libcaf_core, which is not instrumented: TSan does not see that a message
+// built by the sender happens before the receiver reads it, and reports
+// every value that travels in a message as a race. This file tells it, at
+// exactly the boundary CAF synchronises: enqueueing a message releases on
+// the receiving actor, and consuming (or dequeueing) one acquires on it;
+// handling a message (or initialising) also releases when it ends, so the
+// next message, perhaps on another worker thread, sees the actor's state.
+//
+// The CAF member functions below are interposed: these definitions, in the
+// executable, come first in the dynamic linker's lookup, so libcaf_core's
+// vtables and calls bind to them; each annotates, then calls the library's
+// own definition (found with dlsym(RTLD_NEXT)).
+
+#include <caf/all.hpp>
+
+#include <dlfcn.h>
+#include <sanitizer/tsan_interface.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+/// libcaf_core's definition of the member function `mangled`, as a
+/// pointer to member (Itanium ABI: the address and a zero this-adjustment).
+template <class MemberPointer>
+MemberPointer library_member(const char* mangled) {
+  void* address = dlsym(RTLD_NEXT, mangled);
+  if (address == nullptr) {
+    std::fprintf(stderr, "tsan_caf_mailbox: %s not found in libcaf_core\n",
+                 mangled);
+    std::abort();
+  }
+  struct {
+    void* address;
+    std::ptrdiff_t adjustment;
+  } raw{address, 0};
+  static_assert(sizeof(raw) == sizeof(MemberPointer));
+  MemberPointer result;
+  std::memcpy(&result, &raw, sizeof(result));
+  return result;
+}
+
+} // namespace
+
+namespace caf {
+
+void scheduled_actor::enqueue(mailbox_element_ptr ptr, execution_unit* eu) {
+  using fn = void (scheduled_actor::*)(mailbox_element_ptr, execution_unit*);
+  static const auto library = library_member<fn>(
+    "_ZN3caf15scheduled_actor7enqueueESt10unique_ptrINS_15mailbox_"
+    "elementENS_6detail8disposerEEPNS_14execution_unitE");
+  __tsan_release(this);
+  (this->*library)(std::move(ptr), eu);
+}
+
+invoke_message_result scheduled_actor::consume(mailbox_element& x) {
+  using fn = invoke_message_result (scheduled_actor::*)(mailbox_element&);
+  static const auto library =
+    library_member<fn>("_ZN3caf15scheduled_actor7consumeERNS_15mailbox_"
+                       "elementE");
+  __tsan_acquire(this);
+  auto result = (this->*library)(x);
+  __tsan_release(this);
+  return result;
+}
+
+// Initialisation (make_behavior and what it sets up) runs here, on the
+// thread that first resumes the actor; a later message may run on another.
+bool scheduled_actor::activate(execution_unit* ctx) {
+  using fn = bool (scheduled_actor::*)(execution_unit*);
+  static const auto library = library_member<fn>(
+    "_ZN3caf15scheduled_actor8activateEPNS_14execution_unitE");
+  __tsan_acquire(this);
+  auto result = (this->*library)(ctx);
+  __tsan_release(this);
+  return result;
+}
+
+// The first message of a lazily started actor, and a response the actor was
+// waiting for, are delivered through these instead of consume().
+scheduled_actor::activation_result
+scheduled_actor::reactivate(mailbox_element& x) {
+  using fn = activation_result (scheduled_actor::*)(mailbox_element&);
+  static const auto library =
+    library_member<fn>("_ZN3caf15scheduled_actor10reactivateERNS_15mailbox_"
+                       "elementE");
+  __tsan_acquire(this);
+  auto result = (this->*library)(x);
+  __tsan_release(this);
+  return result;
+}
+
+scheduled_actor::activation_result
+scheduled_actor::activate(execution_unit* ctx, mailbox_element& x) {
+  using fn =
+    activation_result (scheduled_actor::*)(execution_unit*, mailbox_element&);
+  static const auto library =
+    library_member<fn>("_ZN3caf15scheduled_actor8activateEPNS_14execution_"
+                       "unitERNS_15mailbox_elementE");
+  __tsan_acquire(this);
+  auto result = (this->*library)(ctx, x);
+  __tsan_release(this);
+  return result;
+}
+
+void blocking_actor::enqueue(mailbox_element_ptr ptr, execution_unit* eu) {
+  using fn = void (blocking_actor::*)(mailbox_element_ptr, execution_unit*);
+  static const auto library = library_member<fn>(
+    "_ZN3caf14blocking_actor7enqueueESt10unique_ptrINS_15mailbox_"
+    "elementENS_6detail8disposerEEPNS_14execution_unitE");
+  __tsan_release(this);
+  (this->*library)(std::move(ptr), eu);
+}
+
+mailbox_element_ptr blocking_actor::dequeue() {
+  using fn = mailbox_element_ptr (blocking_actor::*)();
+  static const auto library =
+    library_member<fn>("_ZN3caf14blocking_actor7dequeueEv");
+  auto result = (this->*library)();
+  __tsan_acquire(this);
+  return result;
+}
+
+} // namespace caf
