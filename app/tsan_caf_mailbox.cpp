@@ -116,6 +116,19 @@ void blocking_actor::enqueue(mailbox_element_ptr ptr, execution_unit* eu) {
   (this->*library)(std::move(ptr), eu);
 }
 
+// A blocking receive (scoped_actor's request().receive(), receive loops)
+// consumes messages here, straight from the mailbox, not through dequeue().
+intrusive::task_result
+blocking_actor::mailbox_visitor::operator()(mailbox_element& x) {
+  using fn = intrusive::task_result (mailbox_visitor::*)(mailbox_element&);
+  static const auto library = library_member<fn>(
+    "_ZN3caf14blocking_actor15mailbox_visitorclERNS_15mailbox_elementE");
+  __tsan_acquire(self);
+  auto result = (this->*library)(x);
+  __tsan_release(self);
+  return result;
+}
+
 mailbox_element_ptr blocking_actor::dequeue() {
   using fn = mailbox_element_ptr (blocking_actor::*)();
   static const auto library =
