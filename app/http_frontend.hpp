@@ -12,9 +12,9 @@
 
 namespace ef::app {
 
-/// The HTTP API (cpp-httplib) in front of the EventForge root actor:
-/// translates JSON to order commands and their replies or errors back to
-/// JSON. It holds no state of its own; every request is one actor request.
+/// The HTTP API (Boost.Beast, app/http/server) in front of the EventForge
+/// root actor: translates JSON to order commands and their replies or errors
+/// back to JSON. It holds no state of its own; every request is one actor request.
 ///
 ///   POST /orders               201 {order_id, event_id, status}
 ///   POST /orders/{id}/cancel   202 {order_id, event_id}

@@ -18,16 +18,20 @@ const char* __tsan_default_options() {
 // EventForge one; docs/sanitizers.md says what this leaves unchecked.
 const char* __tsan_default_suppressions() {
   return
-    // An actor's state is destroyed by whichever thread drops the last
-    // reference to it; CAF's atomic reference count orders that after every
-    // earlier use, as it does for an exiting actor's group subscriptions.
+    // An actor's state, or a message's shared contents, is destroyed by
+    // whichever thread drops the last reference to it; CAF's atomic
+    // reference count orders that after every earlier use, as it does for
+    // an exiting actor's group subscriptions.
     "race:caf::intrusive_ptr_release\n"
+    "race:caf::message::~message\n"
     "race:block_dtor\n"
     "race:caf::mixin::subscriber*cleanup\n"
+    "race:std::_Hashtable<caf::group\n"
     // Shutting the actor system down: the main thread destroys CAF's own
-    // actors and registry entries once CAF's atomic count of running
-    // actors says they are done.
+    // actors, links and registry entries once CAF's atomic count of
+    // running actors says they are done.
     "race:caf::actor_registry::erase\n"
+    "race:caf::monitorable_actor::cleanup\n"
     "race:caf::scheduled_actor::~scheduled_actor\n"
     // Memory librdkafka frees on its own threads, ordered by its own
     // reference counts (a record's headers, a message's payload). Not
@@ -35,7 +39,12 @@ const char* __tsan_default_suppressions() {
     "called_from_lib:librdkafka.so\n"
     // librdkafka initialises a mutex and hands it to a thread it starts
     // through its own atomics (only our C11 shim's mtx_init names it).
-    "race:mtx_init\n";
+    "race:mtx_init\n"
+    // cpp-httplib, the HTTP client of the tests and `eventforge chaos`:
+    // its function-local static std::regex objects are published by the
+    // inline fast path of C++ static initialisation, compiled into the
+    // uninstrumented library.
+    "race:libcpp-httplib.so\n";
 }
 
 #else

@@ -107,6 +107,16 @@ scheduled_actor::activate(execution_unit* ctx, mailbox_element& x) {
   return result;
 }
 
+// A terminating actor destroys the messages still in its mailbox here,
+// messages it never consumed.
+bool scheduled_actor::cleanup(error&& fail_state, execution_unit* host) {
+  using fn = bool (scheduled_actor::*)(error&&, execution_unit*);
+  static const auto library = library_member<fn>(
+    "_ZN3caf15scheduled_actor7cleanupEONS_5errorEPNS_14execution_unitE");
+  __tsan_acquire(this);
+  return (this->*library)(std::move(fail_state), host);
+}
+
 void blocking_actor::enqueue(mailbox_element_ptr ptr, execution_unit* eu) {
   using fn = void (blocking_actor::*)(mailbox_element_ptr, execution_unit*);
   static const auto library = library_member<fn>(

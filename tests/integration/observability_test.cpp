@@ -11,6 +11,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <csignal>
 
 #include <fstream>
@@ -224,13 +225,22 @@ TEST_CASE("retention_deletes_only_sent_rows_past_the_retention_in_batches_"
   db.exec("INSERT INTO outbox (event_id, order_id, shard, event_type, "
           "payload, created_at) VALUES (gen_random_uuid(), gen_random_uuid(), "
           "999, 'OrderCreated', '{}', now() - interval '3 hours')");
-  std::thread more([&] { place(20, "late"); });
+  // Catch2's assertions are not thread-safe (TSan found the main thread's
+  // REQUIRE racing one in here): the thread only records what it got.
+  std::vector<int> late_statuses;
+  std::thread more([&] {
+    for (int i = 0; i < 20; ++i)
+      late_statuses.push_back(
+        test::post_json(t.url(), "/orders", test::order_body("late", 1, 1))
+          .first);
+  });
   REQUIRE(test::wait_until([&] {
     return db.scalar<int>("SELECT count(*) FROM outbox WHERE created_at < "
                           "now() - interval '1 hour' AND sent_at IS NOT "
                           "NULL") == 0;
   }));
   more.join();
+  CHECK(std::count(late_statuses.begin(), late_statuses.end(), 201) == 20);
   CHECK(test::counters(
           t.system(), t.root())[R"(retention_deleted_total{table="outbox"})"] ==
         12);
