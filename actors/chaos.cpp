@@ -1,4 +1,5 @@
 #include "actors/chaos.hpp"
+#include "messages/ids.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -20,15 +21,6 @@ std::uint64_t mix(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
-}
-
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 } // namespace
@@ -123,7 +115,7 @@ bool chaos::take_armed(crash_point p, const std::string& key) {
 
 bool chaos::decide(std::uint64_t seed, crash_point p,
                    const std::string& event_id, int attempt, double rate) {
-  auto h = mix(mix(seed ^ fnv1a(to_string(p))) ^ fnv1a(event_id) ^
+  auto h = mix(mix(seed ^ fnv1a64(to_string(p))) ^ fnv1a64(event_id) ^
                static_cast<std::uint64_t>(attempt));
   double u = static_cast<double>(h >> 11) * 0x1.0p-53;
   return u < rate;

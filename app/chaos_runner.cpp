@@ -7,6 +7,7 @@
 #include "app/verifier.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/atoms.hpp"
+#include "messages/ids.hpp"
 #include "persistence/backlog_writer.hpp"
 #include "persistence/invariant_queries.hpp"
 #include "persistence/migrations.hpp"
@@ -238,10 +239,10 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
   auto result = verify(cfg, rt.where().database_dsn, rt.where().kafka_brokers);
   auto repairs = persistence::repair_store(rt.where().database_dsn).summary();
   auto crashed = faults->injected();
-  std::uint64_t digest = 1469598103934665603ULL;
+  std::string crash_lines;
   for (auto& line : crashed)
-    for (unsigned char ch : line + "\n")
-      digest = (digest ^ ch) * 1099511628211ULL;
+    crash_lines += line + "\n";
+  auto digest = fnv1a64(crash_lines);
 
   auto secs = [](clock::duration d) {
     return std::chrono::duration<double>(d).count();

@@ -44,6 +44,15 @@ bool is_uuid(const std::string& s) {
   return true;
 }
 
+std::uint64_t fnv1a64(std::string_view bytes) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
 int shard_of(const std::string& order_id, int shards) {
   std::uint32_t h = 2166136261u;
   for (unsigned char c : order_id) {

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace ef {
 
@@ -14,6 +16,11 @@ bool is_uuid(const std::string& s);
 /// The current UTC time as RFC 3339 with milliseconds
 /// ("2026-12-03T10:00:00.123Z"), as stamped on events and DLQ entries.
 std::string now_rfc3339();
+
+/// 64-bit FNV-1a of `bytes`: a stable, dependency-free hash for the
+/// idempotency body fingerprint, chaos decisions and the crash digest (not
+/// for security).
+std::uint64_t fnv1a64(std::string_view bytes);
 
 /// The relay shard of an order: FNV-1a of the order ID modulo `shards`.
 /// Stable across processes and versions; stored in the outbox row.

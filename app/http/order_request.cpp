@@ -1,6 +1,7 @@
 #include "app/http/order_request.hpp"
 
 #include "actors/order_validation.hpp"
+#include "messages/ids.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -124,11 +125,7 @@ std::string text(const json& obj, const char* key, const std::string& field) {
 /// FNV-1a 64 of the canonical body (keys sorted), so the same order sent
 /// with reordered keys or other spacing is "the same request".
 std::string fingerprint(const json& body) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : body.dump()) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
+  auto h = fnv1a64(body.dump());
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx",
                 static_cast<unsigned long long>(h));
