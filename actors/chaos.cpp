@@ -1,4 +1,5 @@
 #include "actors/chaos.hpp"
+#include "config/crash_points.hpp"
 #include "messages/ids.hpp"
 
 #include <spdlog/spdlog.h>
@@ -9,11 +10,9 @@ namespace ef {
 
 namespace {
 
-constexpr const char* point_names[crash_point_count] = {
-  "api.after_commit_before_reply",   "relay.after_publish_before_ack",
-  "relay.after_ack_before_mark",     "consumer.before_db_commit",
-  "consumer.after_db_before_offset", "dlq.after_dlq_ack_before_offset",
-};
+constexpr const auto& point_names = config::crash_point_names;
+static_assert(point_names.size() == crash_point_count,
+              "one name per ef::crash_point");
 
 std::uint64_t mix(std::uint64_t x) {
   // splitmix64 finalizer: a well-spread bijection.

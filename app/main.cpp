@@ -14,6 +14,7 @@
 #include "app/ops_view.hpp"
 #include "app/runtime.hpp"
 #include "app/verifier.hpp"
+#include "config/crash_points.hpp"
 #include "config/reference.hpp"
 #include "persistence/db_error.hpp"
 #include "persistence/embedded_postgres.hpp"
@@ -380,12 +381,13 @@ int main(int argc, char** argv) {
   auto* chaos =
     add("chaos", "run the whole system under injected crashes, verify, report",
         [&](settings cfg) {
-          // Without explicit choices every crash point is on.
+          // Without explicit choices every crash point is on but the DLQ's,
+          // which only a parked record reaches (chaos places valid orders).
           if (cfg.chaos.points.empty())
-            cfg.chaos.points = {
-              "api.after_commit_before_reply", "relay.after_publish_before_ack",
-              "relay.after_ack_before_mark", "consumer.before_db_commit",
-              "consumer.after_db_before_offset"};
+            for (std::string name : ef::config::crash_point_names)
+              if (name != ef::to_string(
+                            ef::crash_point::dlq_after_dlq_ack_before_offset))
+                cfg.chaos.points.push_back(name);
           if (seed)
             cfg.chaos.seed = *seed;
           if (rate)

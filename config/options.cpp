@@ -1,4 +1,5 @@
 #include "config/options.hpp"
+#include "config/crash_points.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -389,9 +390,7 @@ std::vector<option> make_options() {
   v.push_back(list_opt(
     "chaos.points",
     [](settings& s) -> std::vector<std::string>& { return s.chaos.points; },
-    {"api.after_commit_before_reply", "relay.after_publish_before_ack",
-     "relay.after_ack_before_mark", "consumer.before_db_commit",
-     "consumer.after_db_before_offset", "dlq.after_dlq_ack_before_offset"},
+    {crash_point_names.begin(), crash_point_names.end()},
     "crash points to enable (comma-separated); empty: chaos off"));
   v.push_back(probability_opt(
     "chaos.rate", [](settings& s) -> double& { return s.chaos.rate; },
