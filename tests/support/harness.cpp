@@ -1,5 +1,6 @@
 #include "tests/support/harness.hpp"
 
+#include "app/pipeline_host.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/atoms.hpp"
 
@@ -146,25 +147,7 @@ std::string eventforge_binary() {
 
 bool quiescent(database& db, const config::settings& cfg,
                const std::string& brokers) {
-  auto consumers = static_cast<int>(cfg.consumer.enabled.size());
-  if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") !=
-        0 ||
-      db.scalar<int>("SELECT count(*) FROM processed_events") <
-        consumers * db.scalar<int>("SELECT count(*) FROM outbox"))
-    return false;
-  auto ends =
-    kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
-  for (auto& c : cfg.consumer.enabled)
-    if (kafka::committed_offsets(brokers, "eventforge." + c, cfg.kafka.topic,
-                                 cfg.kafka.partitions) != ends) {
-      // A partition that never received a record has no commit (-1).
-      auto committed = kafka::committed_offsets(
-        brokers, "eventforge." + c, cfg.kafka.topic, cfg.kafka.partitions);
-      for (size_t p = 0; p < ends.size(); ++p)
-        if (ends[p] > 0 && committed[p] != ends[p])
-          return false;
-    }
-  return true;
+  return app::quiescent(cfg, {db.dsn(), brokers});
 }
 
 } // namespace ef::test
