@@ -32,6 +32,7 @@ const char* __tsan_default_suppressions() {
     // running actors says they are done.
     "race:caf::actor_registry::erase\n"
     "race:caf::monitorable_actor::cleanup\n"
+    "race:caf::scoped_actor::~scoped_actor\n"
     "race:caf::scheduled_actor::~scheduled_actor\n"
     // Memory librdkafka frees on its own threads, ordered by its own
     // reference counts (a record's headers, a message's payload). Not
