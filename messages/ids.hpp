@@ -17,8 +17,10 @@ bool is_uuid(const std::string& s);
 /// ("2026-12-03T10:00:00.123Z"), as stamped on events and DLQ entries.
 std::string now_rfc3339();
 
-/// 64-bit FNV-1a of `bytes`: a stable, dependency-free hash for the
-/// idempotency body fingerprint, chaos decisions and the crash digest (not
+/// 64-bit FNV-1a of `bytes`, with the offset basis EventForge has always
+/// used (1469598103934665603, one digit short of FNV's published one):
+/// stored idempotency fingerprints depend on it. A stable, dependency-free
+/// hash for those fingerprints, chaos decisions and the crash digest (not
 /// for security).
 std::uint64_t fnv1a64(std::string_view bytes);
 
