@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ef::persistence {
@@ -42,6 +43,19 @@ public:
 
   /// Forgets the connection, e.g. after it broke.
   void reset();
+
+  /// Runs `work(connection)`; if it throws (opening the connection
+  /// included), forgets the connection (it may be broken) and rethrows
+  /// libpqxx failures as a classified db_error, anything else unchanged.
+  template <class Work>
+  decltype(auto) run(Work&& work) {
+    try {
+      return std::forward<Work>(work)(get());
+    } catch (...) {
+      reset();
+      rethrow_as_db_error();
+    }
+  }
 
   const std::string& dsn() const { return dsn_; }
 

@@ -125,8 +125,8 @@ std::string dlq_store::fingerprint_of(const std::string& error_class,
 }
 
 std::int64_t dlq_store::park(const dlq_entry& e, bool repark) {
-  try {
-    pqxx::work w(db_->get());
+  return db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
     auto r = w.exec_params(
       "INSERT INTO dlq_events (consumer, event_id, order_key, value, "
       "event_type, error_class, error_message, fingerprint, attempts, "
@@ -156,32 +156,26 @@ std::int64_t dlq_store::park(const dlq_entry& e, bool repark) {
       id = r[0][0].as<std::int64_t>();
     w.commit();
     return id;
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 std::set<std::string> dlq_store::parked_orders(const std::string& consumer) {
   std::set<std::string> out;
-  try {
-    pqxx::read_transaction t(db_->get());
+  db_->run([&](pqxx::connection& c) {
+    pqxx::read_transaction t(c);
     for (const auto& row : t.exec_params(
            "SELECT DISTINCT order_key FROM dlq_events WHERE consumer = $1 AND "
            "status = 'parked'",
            consumer))
       out.insert(row[0].as<std::string>());
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
   return out;
 }
 
 std::optional<dlq_entry> dlq_store::head_of(const std::string& consumer,
                                             const std::string& order_key) {
-  try {
-    pqxx::read_transaction t(db_->get());
+  return db_->run([&](pqxx::connection& c) -> std::optional<dlq_entry> {
+    pqxx::read_transaction t(c);
     auto r = t.exec_params(select_entries("WHERE consumer = $1 AND order_key "
                                           "= $2 AND status = 'parked' ORDER "
                                           "BY source_offset, id LIMIT 1"),
@@ -189,61 +183,49 @@ std::optional<dlq_entry> dlq_store::head_of(const std::string& consumer,
     if (r.empty())
       return std::nullopt;
     return entry_of(r[0]);
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 std::optional<std::string> dlq_store::status_of(const std::string& consumer,
                                                 const std::string& event_id) {
-  try {
-    pqxx::read_transaction t(db_->get());
+  return db_->run([&](pqxx::connection& c) -> std::optional<std::string> {
+    pqxx::read_transaction t(c);
     auto r = t.exec_params("SELECT status FROM dlq_events WHERE consumer = $1 "
                            "AND event_id = $2",
                            consumer, event_id);
     if (r.empty())
       return std::nullopt;
     return r[0][0].as<std::string>();
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 std::optional<dlq_entry> dlq_store::get(std::int64_t id) {
-  try {
-    pqxx::read_transaction t(db_->get());
+  return db_->run([&](pqxx::connection& c) -> std::optional<dlq_entry> {
+    pqxx::read_transaction t(c);
     auto r = t.exec_params(select_entries("WHERE id = $1"), id);
     if (r.empty())
       return std::nullopt;
     return entry_of(r[0]);
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 std::vector<dlq_entry> dlq_store::list(const std::string& status, int limit) {
   std::vector<dlq_entry> out;
-  try {
-    pqxx::read_transaction t(db_->get());
+  db_->run([&](pqxx::connection& c) {
+    pqxx::read_transaction t(c);
     for (const auto& row : t.exec_params(
            select_entries("WHERE $1 = '' OR status = $1 ORDER BY id DESC "
                           "LIMIT $2"),
            status, limit))
       out.push_back(entry_of(row));
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
   return out;
 }
 
 std::vector<dlq_group> dlq_store::groups() {
   std::vector<dlq_group> out;
-  try {
-    pqxx::read_transaction t(db_->get());
+  db_->run([&](pqxx::connection& c) {
+    pqxx::read_transaction t(c);
     for (const auto& row :
          t.exec("SELECT fingerprint, min(error_class), min(error_message), "
                 "count(*), extract(epoch FROM clock_timestamp() - "
@@ -252,47 +234,38 @@ std::vector<dlq_group> dlq_store::groups() {
       out.push_back({row[0].as<std::string>(), row[1].as<std::string>(),
                      row[2].as<std::string>(), row[3].as<long>(),
                      row[4].as<double>()});
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
   return out;
 }
 
 std::vector<dlq_entry> dlq_store::in_group(const std::string& fingerprint) {
   std::vector<dlq_entry> out;
-  try {
-    pqxx::read_transaction t(db_->get());
+  db_->run([&](pqxx::connection& c) {
+    pqxx::read_transaction t(c);
     for (const auto& row :
          t.exec_params(select_entries("WHERE fingerprint = $1 AND status = "
                                       "'parked' ORDER BY source_offset, id"),
                        fingerprint))
       out.push_back(entry_of(row));
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
   return out;
 }
 
 void dlq_store::set_status(std::int64_t id, const std::string& status) {
-  try {
-    pqxx::work w(db_->get());
+  db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
     w.exec_params("UPDATE dlq_events SET status = $2, resolved_at = "
                   "clock_timestamp() WHERE id = $1",
                   id, status);
     w.commit();
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 bool dlq_store::resolve(std::int64_t id, const std::string& status,
                         const std::string& action, const std::string& actor,
                         const std::string& outcome) {
-  try {
-    pqxx::work w(db_->get());
+  return db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
     auto r = w.exec_params("UPDATE dlq_events SET status = $2, resolved_at = "
                            "clock_timestamp() WHERE id = $1 RETURNING 1",
                            id, status);
@@ -303,10 +276,7 @@ bool dlq_store::resolve(std::int64_t id, const std::string& status,
                   id, action, actor, outcome);
     w.commit();
     return true;
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 } // namespace ef::persistence

@@ -344,8 +344,10 @@ apply_outcome event_applier::apply(const order_event& ev,
                                    const std::function<void()>& before_commit,
                                    delivery_position at) {
   check_type(ev);
-  try {
-    pqxx::work w(db_->get());
+  // On failure run() forgets the session: a broken one is reopened by the
+  // next apply().
+  return db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
     auto out = apply_in(w, consumer_, kind_, {ev}, {at});
     auto outcome = out.empty() ? apply_outcome::order_missing : out.front();
     if (outcome == apply_outcome::applied && before_commit)
@@ -354,11 +356,7 @@ apply_outcome event_applier::apply(const order_event& ev,
     if (outcome == apply_outcome::applied || outcome == apply_outcome::deferred)
       w.commit();
     return outcome;
-  } catch (...) {
-    // A broken session is reopened by the next apply().
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 std::vector<apply_outcome>
@@ -367,17 +365,14 @@ event_applier::apply_batch(const std::vector<order_event>& evs,
                            const std::function<void()>& before_commit) {
   for (auto& ev : evs)
     check_type(ev);
-  try {
-    pqxx::work w(db_->get());
+  return db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
     auto out = apply_in(w, consumer_, kind_, evs, at);
     if (before_commit)
       before_commit();
     w.commit();
     return out;
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 } // namespace ef::persistence

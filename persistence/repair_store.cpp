@@ -71,18 +71,15 @@ repair_store::repair_store(std::string dsn)
 repair_store::~repair_store() = default;
 
 int repair_store::current_epoch() {
-  try {
-    pqxx::nontransaction t(db_->get());
+  return db_->run([&](pqxx::connection& c) {
+    pqxx::nontransaction t(c);
     return t.exec1("SELECT max(epoch) FROM broker_epochs")[0].as<int>();
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 bool repair_store::hold_repairer_lease() {
-  try {
-    pqxx::nontransaction t(db_->get());
+  return db_->run([&](pqxx::connection& c) {
+    pqxx::nontransaction t(c);
     // Already ours on this session? (Taking it twice would stack it.)
     if (!t.exec_params("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
                        "AND classid = $1 AND objid = 0 AND objsubid = 2 AND "
@@ -94,21 +91,18 @@ bool repair_store::hold_repairer_lease() {
       .exec_params1("SELECT pg_try_advisory_lock($1, 0)",
                     repairer_lock_class)[0]
       .as<bool>();
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 gap_record repair_store::record_gap(const std::string& consumer,
                                     std::int32_t partition, std::int64_t from,
                                     std::int64_t to, std::int64_t log_end) {
   gap_record out;
-  try {
-    pqxx::work w(db_->get());
+  db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
     out.epoch = w.exec1("SELECT max(epoch) FROM broker_epochs")[0].as<int>();
     if (to <= from)
-      return out; // a first start at the log start: nothing was skipped
+      return; // a first start at the log start: nothing was skipped
     out.at_risk = requeue_gap(w, consumer, out.epoch, partition, from, to);
     w.exec_params("INSERT INTO consumer_gaps (consumer, kafka_partition, "
                   "epoch, from_offset, to_offset, log_end, at_risk, "
@@ -122,17 +116,14 @@ gap_record repair_store::record_gap(const std::string& consumer,
                       std::to_string(from) + "," + std::to_string(to) + ")",
                     out.at_risk, false);
     w.commit();
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
   return out;
 }
 
 long repair_store::resweep_recent_gaps(int window_s) {
   long total = 0;
-  try {
-    pqxx::work w(db_->get());
+  db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
     auto gaps = w.exec_params(
       "SELECT id, consumer, epoch, kafka_partition, from_offset, to_offset "
       "FROM consumer_gaps WHERE detected_at > clock_timestamp() - "
@@ -153,16 +144,13 @@ long repair_store::resweep_recent_gaps(int window_s) {
       total += n;
     }
     w.commit();
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
   return total;
 }
 
 std::optional<broker_witness> repair_store::witness_of(std::int32_t partition) {
-  try {
-    pqxx::nontransaction t(db_->get());
+  return db_->run([&](pqxx::connection& c) -> std::optional<broker_witness> {
+    pqxx::nontransaction t(c);
     auto epoch = t.exec1("SELECT max(epoch) FROM broker_epochs")[0].as<int>();
     auto r = t.exec_params("SELECT kafka_offset, event_id::text FROM "
                            "broker_witness WHERE kafka_partition = $1 AND "
@@ -177,16 +165,13 @@ std::optional<broker_witness> repair_store::witness_of(std::int32_t partition) {
       return std::nullopt;
     return broker_witness{epoch, partition, r[0][0].as<std::int64_t>(),
                           r[0][1].as<std::string>()};
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 std::optional<broker_witness>
 repair_store::newest_position(std::int32_t partition) {
-  try {
-    pqxx::nontransaction t(db_->get());
+  return db_->run([&](pqxx::connection& c) -> std::optional<broker_witness> {
+    pqxx::nontransaction t(c);
     auto r = t.exec_params(
       "SELECT epoch, kafka_offset, event_id::text FROM outbox WHERE epoch = "
       "(SELECT max(epoch) FROM broker_epochs) AND kafka_partition = $1 "
@@ -197,15 +182,12 @@ repair_store::newest_position(std::int32_t partition) {
     return broker_witness{r[0][0].as<int>(), partition,
                           r[0][1].as<std::int64_t>(),
                           r[0][2].as<std::string>()};
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 void repair_store::save_witness(const broker_witness& x) {
-  try {
-    pqxx::work w(db_->get());
+  db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
     w.exec_params("INSERT INTO broker_witness (kafka_partition, epoch, "
                   "kafka_offset, event_id) VALUES ($1, $2, $3, $4) ON "
                   "CONFLICT (kafka_partition) DO UPDATE SET epoch = "
@@ -214,15 +196,12 @@ void repair_store::save_witness(const broker_witness& x) {
                   "clock_timestamp()",
                   x.partition, x.epoch, x.offset, x.event_id);
     w.commit();
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 int repair_store::begin_epoch(const std::string& reason) {
-  try {
-    pqxx::work w(db_->get());
+  return db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
     // Waits for every mark in flight; later marks see the new epoch.
     w.exec_params("SELECT pg_advisory_xact_lock($1, 0)", epoch_lock_class);
     auto epoch =
@@ -233,17 +212,13 @@ int repair_store::begin_epoch(const std::string& reason) {
     w.exec("DELETE FROM broker_witness");
     w.commit();
     return epoch;
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 long repair_store::sweep_old_epochs(const std::vector<std::string>& consumers,
                                     int batch_size) {
   long total = 0;
-  try {
-    auto& c = db_->get();
+  return db_->run([&](pqxx::connection& c) -> long {
     int epoch = 0;
     {
       pqxx::nontransaction t(c);
@@ -282,16 +257,13 @@ long repair_store::sweep_old_epochs(const std::vector<std::string>& consumers,
       total += r[1].as<long>();
       w.commit();
     }
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 long repair_store::republish(const republish_scope& scope, bool dry_run,
                              const std::string& actor) {
-  try {
-    pqxx::work w(db_->get());
+  return db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
     std::string where = "o.sent_at IS NOT NULL AND " + unapplied_by_any("$1") +
                         " AND ($2::bigint IS NULL OR o.seq >= $2) AND "
                         "($3::bigint IS NULL OR o.seq <= $3) AND "
@@ -320,16 +292,13 @@ long repair_store::republish(const republish_scope& scope, bool dry_run,
                   scope.describe(), n, dry_run);
     w.commit();
     return n;
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
 }
 
 repair_summary repair_store::summary() {
   repair_summary out;
-  try {
-    pqxx::read_transaction t(db_->get());
+  db_->run([&](pqxx::connection& c) {
+    pqxx::read_transaction t(c);
     auto r = t.exec1(
       "SELECT (SELECT max(epoch) FROM broker_epochs), (SELECT count(*) FROM "
       "consumer_gaps), (SELECT coalesce(sum(events), 0) FROM republish_log "
@@ -345,10 +314,7 @@ repair_summary repair_store::summary() {
       out.recent.push_back({g[0].as<std::string>(), g[1].as<std::int32_t>(),
                             g[2].as<std::int64_t>(), g[3].as<std::int64_t>(),
                             g[4].as<long>(), g[5].as<double>()});
-  } catch (...) {
-    db_->reset();
-    rethrow_as_db_error();
-  }
+  });
   return out;
 }
 
