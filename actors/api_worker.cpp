@@ -190,8 +190,9 @@ caf::result<order_view> api_worker_state::view(const get_order& cmd) {
   }
 }
 
-caf::behavior api_worker(caf::stateful_actor<api_worker_state>* self,
-                         context_ptr ctx) {
+api_worker_actor::behavior_type
+api_worker(api_worker_actor::stateful_pointer<api_worker_state> self,
+           context_ptr ctx) {
   // The store connects lazily, so a worker starts even while the database is
   // down and answers 503 until it is back.
   log_crashes(self, "api");

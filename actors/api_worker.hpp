@@ -1,7 +1,7 @@
 #pragma once
 
 #include "actors/context.hpp"
-#include "messages/order_messages.hpp"
+#include "messages/interfaces.hpp"
 #include "persistence/order_store.hpp"
 
 #include <caf/all.hpp>
@@ -29,7 +29,7 @@ struct api_worker_state {
   using outcome =
     std::variant<persistence::create_result, persistence::cancel_result>;
 
-  caf::event_based_actor* self = nullptr;
+  api_worker_actor::pointer self = nullptr;
   context_ptr ctx;
   std::optional<persistence::order_store> store;
   std::vector<pending_write> pending;
@@ -43,7 +43,8 @@ struct api_worker_state {
   static inline const char* name = "api";
 };
 
-caf::behavior api_worker(caf::stateful_actor<api_worker_state>* self,
-                         context_ptr ctx);
+api_worker_actor::behavior_type
+api_worker(api_worker_actor::stateful_pointer<api_worker_state> self,
+           context_ptr ctx);
 
 } // namespace ef

@@ -4,6 +4,7 @@
 #include "config/options.hpp"
 #include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
+#include "messages/record_headers.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -14,25 +15,26 @@ namespace {
 
 persistence::dlq_entry entry_of(const partition_record& r) {
   persistence::dlq_entry e;
-  e.consumer = r.header("dlq.consumer");
-  e.event_id = r.header("event_id");
+  e.consumer = r.header(record_header::dlq_consumer);
+  e.event_id = r.header(record_header::event_id);
   if (e.event_id.empty())
-    e.event_id = "offset:" + r.header("dlq.source.partition") + ":" +
-                 r.header("dlq.source.offset");
+    e.event_id = "offset:" + r.header(record_header::dlq_source_partition) +
+                 ":" + r.header(record_header::dlq_source_offset);
   e.order_key = r.key;
   e.value = r.value;
-  e.error_class = r.header("dlq.error.class");
-  e.error_message = r.header("dlq.error.message");
+  e.error_class = r.header(record_header::dlq_error_class);
+  e.error_message = r.header(record_header::dlq_error_message);
   auto num = [&](const char* h) {
     auto& v = r.header(h);
     return v.empty() ? 0LL : std::stoll(v);
   };
-  e.attempts = static_cast<int>(num("dlq.attempts"));
-  e.source_topic = r.header("dlq.source.topic");
-  e.source_partition = static_cast<int>(num("dlq.source.partition"));
-  e.source_offset = num("dlq.source.offset");
-  e.first_failure_at = r.header("dlq.first_failure");
-  e.last_failure_at = r.header("dlq.last_failure");
+  e.attempts = static_cast<int>(num(record_header::dlq_attempts));
+  e.source_topic = r.header(record_header::dlq_source_topic);
+  e.source_partition =
+    static_cast<int>(num(record_header::dlq_source_partition));
+  e.source_offset = num(record_header::dlq_source_offset);
+  e.first_failure_at = r.header(record_header::dlq_first_failure);
+  e.last_failure_at = r.header(record_header::dlq_last_failure);
   return e;
 }
 
@@ -99,13 +101,14 @@ void dlq_handler_state::poll_once() {
 
 caf::result<dlq_reply> dlq_handler_state::execute(const dlq_command& cmd) {
   auto& store = ops->store();
-  if (cmd.verb == "list") {
+  switch (cmd.verb) {
+  case dlq_verb::list: {
     auto all = nlohmann::json::array();
     for (auto& e : store.list(cmd.filter, 1000))
       all.push_back(nlohmann::json::parse(to_json(e)));
     return dlq_reply{all.dump()};
   }
-  if (cmd.verb == "groups") {
+  case dlq_verb::groups: {
     auto all = nlohmann::json::array();
     for (auto& g : store.groups())
       all.push_back({{"fingerprint", g.fingerprint},
@@ -115,27 +118,30 @@ caf::result<dlq_reply> dlq_handler_state::execute(const dlq_command& cmd) {
                      {"oldest_age_seconds", g.oldest_age_seconds}});
     return dlq_reply{all.dump()};
   }
-  if (cmd.verb == "show") {
+  case dlq_verb::show: {
     auto e = store.get(cmd.id);
     if (!e)
       return make_api_error(api_errc::not_found, "no such DLQ entry", "id");
     return dlq_reply{to_json(*e)};
   }
-  if (cmd.verb == "replay" || cmd.verb == "discard") {
+  case dlq_verb::replay:
+  case dlq_verb::discard: {
     if (!store.get(cmd.id))
       return make_api_error(api_errc::not_found, "no such DLQ entry", "id");
-    auto r = cmd.verb == "replay" ? ops->replay(cmd.id, cmd.actor)
-                                  : ops->discard(cmd.id, cmd.actor);
+    auto r = cmd.verb == dlq_verb::replay ? ops->replay(cmd.id, cmd.actor)
+                                          : ops->discard(cmd.id, cmd.actor);
     if (!r.ok)
       return make_api_error(api_errc::conflict, r.message, "id");
     return dlq_reply{
       nlohmann::json{{"id", cmd.id}, {"result", r.message}}.dump()};
   }
+  }
   return make_api_error(api_errc::invalid, "unknown DLQ command", "verb");
 }
 
-caf::behavior dlq_handler(caf::stateful_actor<dlq_handler_state>* self,
-                          context_ptr ctx) {
+dlq_handler_actor::behavior_type
+dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
+            context_ptr ctx) {
   log_crashes(self, "dlq handler");
   auto& st = self->state;
   st.ops = std::make_unique<dlq_operations>(ctx->dsn, ctx->brokers,

@@ -3,7 +3,7 @@
 #include "actors/context.hpp"
 #include "actors/dlq_operations.hpp"
 #include "kafka/group_consumer.hpp"
-#include "messages/dlq_messages.hpp"
+#include "messages/interfaces.hpp"
 
 #include <caf/all.hpp>
 
@@ -31,8 +31,9 @@ struct dlq_handler_state {
   static inline const char* name = "dlq-handler";
 };
 
-caf::behavior dlq_handler(caf::stateful_actor<dlq_handler_state>* self,
-                          context_ptr ctx);
+dlq_handler_actor::behavior_type
+dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
+            context_ptr ctx);
 
 /// JSON rendering shared by the handler and `eventforge dlq`.
 std::string to_json(const persistence::dlq_entry& e);

@@ -1,6 +1,8 @@
 #include "actors/dlq_operations.hpp"
 
+#include "messages/dlq_messages.hpp"
 #include "messages/ids.hpp"
+#include "messages/record_headers.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -29,17 +31,17 @@ dlq_operations::outcome dlq_operations::replay(std::int64_t id,
   auto e = store_->get(id);
   if (!e)
     return {false, "no DLQ entry " + std::to_string(id)};
-  if (e->status == "discarded")
+  if (e->status == dlq_status::discarded)
     return {false, "DLQ entry " + std::to_string(id) + " was discarded"};
   std::vector<std::pair<std::string, std::string>> headers{
-    {"dlq.replay_of", std::to_string(id)}};
+    {record_header::dlq_replay_of, std::to_string(id)}};
   if (is_uuid(e->event_id))
-    headers.emplace_back("event_id", e->event_id);
+    headers.emplace_back(record_header::event_id, e->event_id);
   if (!e->event_type.empty())
-    headers.emplace_back("event_type", e->event_type);
+    headers.emplace_back(record_header::event_type, e->event_type);
   // Marked replayed BEFORE publishing: each consumer decides from its own
   // entry's status, and the record must not overtake that decision.
-  store_->set_status(id, "replayed");
+  store_->set_status(id, dlq_status::replayed);
   auto d =
     producer_for(e->source_topic).publish_raw(e->order_key, e->value, headers);
   if (!d.persisted) {
@@ -47,7 +49,7 @@ dlq_operations::outcome dlq_operations::replay(std::int64_t id,
     return {false, "replay of " + std::to_string(id) +
                      " not acknowledged: " + d.error};
   }
-  store_->resolve(id, "replayed", action, actor, "published");
+  store_->resolve(id, dlq_status::replayed, action, actor, "published");
   spdlog::info("dlq: {} entry {} (event {} order {}) by {}", action, id,
                e->event_id, e->order_key, actor);
   return {true, "replayed entry " + std::to_string(id) + " (event " +
@@ -59,10 +61,10 @@ dlq_operations::outcome dlq_operations::discard(std::int64_t id,
   auto e = store_->get(id);
   if (!e)
     return {false, "no DLQ entry " + std::to_string(id)};
-  if (e->status != "parked")
+  if (e->status != dlq_status::parked)
     return {false, "DLQ entry " + std::to_string(id) + " is " + e->status +
                      ", only parked entries can be discarded"};
-  store_->resolve(id, "discarded", "discard", actor, "discarded");
+  store_->resolve(id, dlq_status::discarded, "discard", actor, "discarded");
   spdlog::info("dlq: discarded entry {} (event {} order {}) by {}", id,
                e->event_id, e->order_key, actor);
   release_next(e->consumer, e->order_key, actor);

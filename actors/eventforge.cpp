@@ -1,12 +1,14 @@
 #include "actors/eventforge.hpp"
 
 #include "actors/api_worker.hpp"
+#include "actors/crash_log.hpp"
 #include "actors/dlq_handler.hpp"
 #include "actors/group_member.hpp"
 #include "actors/janitor.hpp"
 #include "actors/relay_shard.hpp"
 #include "actors/repairer.hpp"
 #include "actors/supervisor.hpp"
+#include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
 #include "persistence/dsn.hpp"
 #include "persistence/fixed_settings.hpp"
@@ -37,7 +39,8 @@ std::vector<child_spec> api_workers(const context_ptr& ctx) {
   for (int i = 0; i < ctx->cfg.api.workers; ++i)
     out.push_back({"api", "api-" + std::to_string(i),
                    [=](caf::event_based_actor* self) {
-                     return self->spawn<blocking_child>(api_worker, ctx);
+                     return caf::actor_cast<caf::actor>(
+                       self->spawn<blocking_child>(api_worker, ctx));
                    },
                    "orders"});
   return out;
@@ -87,17 +90,15 @@ void declare_series(telemetry& m, const config::settings& cfg) {
 
 } // namespace
 
-std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
-                                              const caf::actor& root) {
-  std::map<std::string, std::uint64_t> out;
+counter_map counters(caf::actor_system& sys, const eventforge_actor& root) {
+  counter_map out;
   caf::scoped_actor self{sys};
   self->request(root, std::chrono::seconds(10), stats_atom::value)
-    .receive([&](std::map<std::string, std::uint64_t>& m) { out = m; },
-             [&](caf::error&) {});
+    .receive([&](counter_map& m) { out = m; }, [&](caf::error&) {});
   return out;
 }
 
-bool drain(caf::actor_system& sys, const caf::actor& root,
+bool drain(caf::actor_system& sys, const eventforge_actor& root,
            std::chrono::milliseconds timeout) {
   bool drained = false;
   caf::scoped_actor self{sys};
@@ -106,7 +107,21 @@ bool drain(caf::actor_system& sys, const caf::actor& root,
   return drained;
 }
 
-void configure_actor_system([[maybe_unused]] caf::actor_system_config& cfg) {
+bool stop(caf::actor_system& sys, const eventforge_actor& root,
+          std::chrono::milliseconds timeout) {
+  if (!root)
+    return true;
+  caf::scoped_actor self{sys};
+  self->monitor(root);
+  self->send_exit(root, caf::exit_reason::user_shutdown);
+  bool down = false;
+  self->receive(
+    [&](caf::down_msg& d) { down = d.source == root.address(); },
+    caf::after(timeout) >> [] {});
+  return down;
+}
+
+void configure_actor_system(caf::actor_system_config& cfg) {
 #if defined(EF_TSAN_BUILD)
   // CAF 0.17's default work-stealing scheduler passes jobs between worker
   // threads through atomics inside libcaf_core, which is not instrumented:
@@ -114,11 +129,35 @@ void configure_actor_system([[maybe_unused]] caf::actor_system_config& cfg) {
   // work-sharing scheduler hands jobs over under a mutex, which TSan sees.
   cfg.set("scheduler.policy", caf::atom("sharing"));
 #endif
+  // So that sys.render(err) names the cause ("ef_api: not_found (order_id:
+  // no such order)") instead of printing codes.
+  cfg.add_error_category(
+    api_error_category(),
+    [](std::uint8_t code, caf::atom_value, const caf::message& context) {
+      std::string out = "ef_api: ";
+      out += to_string(static_cast<api_errc>(code));
+      if (context.match_elements<std::string, std::string>()) {
+        auto& field = context.get_as<std::string>(0);
+        out += " (";
+        if (!field.empty())
+          out += field + ": ";
+        out += context.get_as<std::string>(1) + ")";
+      }
+      return out;
+    });
+  cfg.add_error_category(
+    chaos_error_category(),
+    [](std::uint8_t code, caf::atom_value, const caf::message&) {
+      if (code < 1 || code > crash_point_count)
+        return std::string("ef_chaos: unknown crash point");
+      return std::string("ef_chaos: injected crash at ") +
+             to_string(static_cast<crash_point>(code - 1));
+    });
 }
 
-caf::actor start(caf::actor_system& sys, const config::settings& cfg,
-                 const endpoints& ep, std::shared_ptr<telemetry> metrics,
-                 std::shared_ptr<chaos> faults) {
+eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
+                       const endpoints& ep, std::shared_ptr<telemetry> metrics,
+                       std::shared_ptr<chaos> faults) {
   if (!metrics)
     metrics = std::make_shared<telemetry>();
   if (!faults)
@@ -155,14 +194,15 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
   std::vector<child_spec> top;
   top.push_back(sub_supervisor("api", api_workers(ctx), ctx, "orders"));
   top.push_back(sub_supervisor("relays", relay_shards(ctx), ctx));
-  top.push_back(sub_supervisor("dlq",
-                               {{"dlq-handler", "dlq-handler",
-                                 [=](caf::event_based_actor* self) {
-                                   return self->spawn<blocking_child>(
-                                     dlq_handler, ctx);
-                                 },
-                                 "dlq"}},
-                               ctx, "dlq"));
+  top.push_back(
+    sub_supervisor("dlq",
+                   {{"dlq-handler", "dlq-handler",
+                     [=](caf::event_based_actor* self) {
+                       return caf::actor_cast<caf::actor>(
+                         self->spawn<blocking_child>(dlq_handler, ctx));
+                     },
+                     "dlq"}},
+                   ctx, "dlq"));
   top.push_back(
     sub_supervisor("maintenance",
                    {{"janitor", "janitor",
@@ -178,8 +218,11 @@ caf::actor start(caf::actor_system& sys, const config::settings& cfg,
                    ctx));
   for (auto& name : cfg.consumer.enabled)
     top.push_back(sub_supervisor("consumer-" + name, consumer(ctx, name), ctx));
-  return sys.spawn(supervisor, std::string{"root"}, std::move(top),
-                   context_ptr{ctx});
+  // The root's behaviour is the generic supervisor's; the routes given to
+  // its children above are what makes it answer eventforge_actor's
+  // messages (tests/integration/embedding_test.cpp asks each of them).
+  return caf::actor_cast<eventforge_actor>(sys.spawn(
+    supervisor, std::string{"root"}, std::move(top), context_ptr{ctx}));
 }
 
 } // namespace ef

@@ -3,6 +3,7 @@
 #include "actors/chaos.hpp"
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
+#include "messages/interfaces.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -23,24 +24,32 @@ struct endpoints {
 };
 
 /// What EventForge needs of the host's CAF configuration; call it before
-/// the actor system is created from `cfg`. In a ThreadSanitizer build it
-/// selects CAF's work-sharing scheduler (docs/sanitizers.md); otherwise it
-/// leaves the configuration as the host made it.
+/// the actor system is created from `cfg`. Registers EventForge's error
+/// categories ("ef_api", "ef_chaos"), so `sys.render(err)` names the cause;
+/// in a ThreadSanitizer build it also selects CAF's work-sharing scheduler
+/// (docs/sanitizers.md).
 void configure_actor_system(caf::actor_system_config& cfg);
 
 /// Starts EventForge inside an existing actor system: applies pending schema
 /// migrations, then spawns the supervised tree (API workers, relay shards,
 /// consumer group members with their partition actors) and returns its root.
 ///
-/// The root accepts create_order, cancel_order and get_order from any actor
-/// (see messages/order_messages.hpp). To stop the tree, send it an exit
-/// message (e.g. caf::exit_reason::user_shutdown) and await its termination.
+/// The root answers eventforge_actor's messages (messages/interfaces.hpp)
+/// from any actor. To stop the tree alone, send it an exit message (e.g.
+/// caf::exit_reason::user_shutdown) and wait for its down message.
 /// `metrics` receives the tree's telemetry (a new registry if null), so the
-/// host can export it. Throws if the schema cannot be migrated.
+/// host can export it. `faults`: the crash decisions (new ones from
+/// cfg.chaos if null); a host that restarts the tree passes the same object
+/// again so a seed's crashes stay the same across the restart. Throws if
+/// the schema cannot be migrated.
+eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
+                       const endpoints& ep,
+                       std::shared_ptr<telemetry> metrics = nullptr,
+                       std::shared_ptr<chaos> faults = nullptr);
+
 /// The tree's counters (telemetry series -> value), asked from its root;
 /// empty if the root does not answer within 10 s.
-std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
-                                              const caf::actor& root);
+counter_map counters(caf::actor_system& sys, const eventforge_actor& root);
 
 /// Graceful stop of a running tree: every relay finishes its batch and
 /// stops; every group member stops fetching, waits until its partition
@@ -48,15 +57,14 @@ std::map<std::string, std::uint64_t> counters(caf::actor_system& sys,
 /// once all did, false if `timeout` passed first. The tree keeps running
 /// (idle): stop it with an exit message afterwards. Whatever a drain does
 /// not finish is redelivered after a restart; nothing is lost either way.
-bool drain(caf::actor_system& sys, const caf::actor& root,
+bool drain(caf::actor_system& sys, const eventforge_actor& root,
            std::chrono::milliseconds timeout);
 
-/// `faults`: the crash decisions (new ones from cfg.chaos if null); a host
-/// that restarts the tree passes the same object again so a seed's crashes
-/// stay the same across the restart.
-caf::actor start(caf::actor_system& sys, const config::settings& cfg,
-                 const endpoints& ep,
-                 std::shared_ptr<telemetry> metrics = nullptr,
-                 std::shared_ptr<chaos> faults = nullptr);
+/// Stops the tree and waits until every actor in it has terminated (each
+/// supervisor stops its children and goes last), leaving the host's own
+/// actors running. Returns false if `timeout` passed first. Drain first for
+/// a graceful stop; without it, what is in flight is redelivered later.
+bool stop(caf::actor_system& sys, const eventforge_actor& root,
+          std::chrono::milliseconds timeout);
 
 } // namespace ef

@@ -262,7 +262,7 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
                       {{"kind", "partition"}, {"reason", reason}});
     spdlog::warn("{}: partition {} actor crashed ({}); restarting from the "
                  "committed offset",
-                 consumer_name, p, to_string(em.reason));
+                 consumer_name, p, self->system().render(em.reason));
     if (!restarts->allow())
       throw std::runtime_error(consumer_name +
                                ": partition actors exceed the restart "
@@ -271,11 +271,11 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
     // the committed offset and let the broker redeliver them.
     auto committed = consumer->committed(p);
     start_worker(p);
-    journal_restart(*ctx, consumer_name + " p" + std::to_string(p), em.reason,
-                    consumer_name + " group member restarted the partition " +
-                      std::to_string(p) + " actor after " +
-                      to_string(em.reason) + "; it reads again from offset " +
-                      std::to_string(committed));
+    journal_restart(
+      *ctx, consumer_name + " p" + std::to_string(p), em.reason,
+      consumer_name + " group member restarted the partition " +
+        std::to_string(p) + " actor after " + self->system().render(em.reason) +
+        "; it reads again from offset " + std::to_string(committed));
     owned[p].committed = committed;
     consumer->seek(p, committed);
     if (drain_reply) {
@@ -287,6 +287,27 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
     return true;
   }
   return false;
+}
+
+void group_member_state::stop(caf::error reason) {
+  stopping = std::move(reason);
+  // A worker that receives an exit message unlinks from its sender first,
+  // so its end reaches us as a down message, not as a linked exit.
+  for (auto& [p, slot] : owned) {
+    self->monitor(slot.worker);
+    self->send_exit(slot.worker, *stopping);
+  }
+  on_stopped_worker({});
+}
+
+void group_member_state::on_stopped_worker(const caf::actor_addr& source) {
+  for (auto i = owned.begin(); i != owned.end(); ++i)
+    if (i->second.worker.address() == source) {
+      owned.erase(i);
+      break;
+    }
+  if (owned.empty())
+    self->quit(*stopping);
 }
 
 caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
@@ -315,12 +336,21 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
     ctx->brokers, "eventforge." + consumer_name, cfg.kafka.topic,
     cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms, std::move(cbs));
   self->set_exit_handler([self](caf::exit_msg& em) {
-    if (!self->state.on_worker_exit(em))
-      self->quit(em.reason); // from our supervisor: shut down
+    auto& st = self->state;
+    if (st.stopping)
+      st.on_stopped_worker(em.source);
+    else if (!st.on_worker_exit(em))
+      st.stop(em.reason); // from our supervisor: shut down
+  });
+  self->set_down_handler([self](caf::down_msg& dm) {
+    if (self->state.stopping)
+      self->state.on_stopped_worker(dm.source);
   });
   self->send(self, poll_atom::value);
   return {
     [=](poll_atom) {
+      if (self->state.stopping)
+        return; // a rebalance now would start partition actors again
       self->state.poll_once();
       self->send(self, poll_atom::value);
     },

@@ -58,6 +58,9 @@ struct group_member_state {
   /// Graceful stop: partitions stay paused; answered once nothing is in
   /// flight and the offsets are committed.
   std::optional<caf::typed_response_promise<bool>> drain_reply;
+  /// Set once our supervisor asked us to stop: no more polling, partition
+  /// actors are stopped, and we quit with this reason after the last one.
+  std::optional<caf::error> stopping;
 
   ~group_member_state();
 
@@ -84,6 +87,12 @@ struct group_member_state {
   void finish_drain();
   /// Handles the exit of a linked partition actor; false if not ours.
   bool on_worker_exit(const caf::exit_msg& em);
+  /// Stops polling and every partition actor; quits after the last one, so
+  /// that our exit means none of them still runs a transaction.
+  void stop(caf::error reason);
+  /// While stopping: forgets the partition actor that exited, quits if it
+  /// was the last.
+  void on_stopped_worker(const caf::actor_addr& source);
 
   static inline const char* name = "group-member";
 };

@@ -5,7 +5,9 @@
 #include "config/options.hpp"
 #include "kafka/event_record.hpp"
 #include "messages/atoms.hpp"
+#include "messages/dlq_messages.hpp"
 #include "messages/ids.hpp"
+#include "messages/record_headers.hpp"
 #include "persistence/db_error.hpp"
 
 #include <spdlog/spdlog.h>
@@ -81,7 +83,7 @@ bool partition_worker_state::blocked_behind_parked(const order_event& ev,
     return false;
   }
   // An operator's replay goes through, whatever is parked.
-  if (!rec.header("dlq.replay_of").empty())
+  if (!rec.header(record_header::dlq_replay_of).empty())
     return false;
   if (head->event_id == ev.event_id)
     return false; // redelivery of the head itself after a crash
@@ -99,10 +101,11 @@ partition_worker_state::attempt(const partition_record& rec) {
   auto ev = kafka::decode_value(rec.value, rec.key, error);
   if (!ev)
     return failure{failure_class::permanent, "undecodable", error};
-  if (!rec.header("dlq.replay_of").empty()) {
+  if (!rec.header(record_header::dlq_replay_of).empty()) {
     // A replay reaches every consumer; each decides by its own DLQ entry.
     auto own = dlq->store().status_of(consumer, ev->event_id);
-    if (own == std::string("discarded") || own == std::string("parked")) {
+    if (own == std::string(dlq_status::discarded) ||
+        own == std::string(dlq_status::parked)) {
       // Discarded here: never applied. Still parked here: the replay was
       // another consumer's; this consumer's copy waits for its own.
       spdlog::info("{}: replay of event {} skipped (own entry {})", consumer,
@@ -110,7 +113,7 @@ partition_worker_state::attempt(const partition_record& rec) {
       return std::nullopt;
     }
   }
-  auto& trace = rec.header("traceparent");
+  auto& trace = rec.header(record_header::traceparent);
   log_delivered(*ev, rec);
   failure blocked;
   if (blocked_behind_parked(*ev, rec, blocked))
@@ -121,7 +124,8 @@ partition_worker_state::attempt(const partition_record& rec) {
   crash_site site{ev->order_id, ev->event_id, consumer};
   // A demo scenario's poison: fails like a database that keeps refusing it,
   // until it is parked; its DLQ replay goes through.
-  if (rec.header("dlq.replay_of").empty() && ctx->faults->poisoned(crash_key))
+  if (rec.header(record_header::dlq_replay_of).empty() &&
+      ctx->faults->poisoned(crash_key))
     return failure{failure_class::transient, "injected_fault",
                    "event " + ev->event_id + " is poisoned by a demo scenario"};
   auto started = std::chrono::steady_clock::now();
@@ -149,7 +153,7 @@ partition_worker_state::attempt(const partition_record& rec) {
   }
   // A replayed head is through: release the next parked event of its order,
   // so the order's events follow in their original order.
-  if (!rec.header("dlq.replay_of").empty() &&
+  if (!rec.header(record_header::dlq_replay_of).empty() &&
       dlq->release_next(consumer, ev->order_id, "release:" + consumer))
     spdlog::info("{}: released the next parked event of order {}", consumer,
                  ev->order_id);
@@ -159,7 +163,7 @@ partition_worker_state::attempt(const partition_record& rec) {
 void partition_worker_state::log_delivered(const order_event& ev,
                                            const partition_record& rec) {
   event_log::hop("delivered", ev.order_id, ev.event_id,
-                 rec.header("traceparent"),
+                 rec.header(record_header::traceparent),
                  {{"consumer", consumer},
                   {"partition", std::to_string(rec.partition)},
                   {"offset", std::to_string(rec.offset)}});
@@ -177,9 +181,9 @@ void partition_worker_state::finish_front(caf::event_based_actor* self) {
                    consumer, partition);
   }
   auto& rec = pending.front();
-  self->send(group_member,
-             record_done{rec.partition, rec.offset, rec.key,
-                         rec.event_id_header, rec.header("traceparent")});
+  self->send(group_member, record_done{rec.partition, rec.offset, rec.key,
+                                       rec.event_id_header,
+                                       rec.header(record_header::traceparent)});
   pending.pop_front();
 }
 
@@ -187,7 +191,7 @@ void partition_worker_state::note(const order_event& ev,
                                   persistence::apply_outcome outcome,
                                   const partition_record& rec) {
   telemetry::labels who{{"consumer", consumer}};
-  auto& trace = rec.header("traceparent");
+  auto& trace = rec.header(record_header::traceparent);
   switch (outcome) {
   case persistence::apply_outcome::order_missing:
     break; // a failure: the caller retries it
@@ -239,15 +243,15 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
   std::vector<delivery_position> positions;
   for (size_t i = 0; i < limit; ++i) {
     auto& rec = pending[i];
-    if (!rec.header("dlq.replay_of").empty())
+    if (!rec.header(record_header::dlq_replay_of).empty())
       break;
     std::string error; // decode_value also refuses unknown event types
     auto ev = kafka::decode_value(rec.value, rec.key, error);
     failure blocked;
     if (!ev || blocked_behind_parked(*ev, rec, blocked) ||
-        ctx->faults->poisoned(
-          consumer + "/" +
-          chaos_key(rec.header("traceparent"), ev->event_type, ev->event_id)))
+        ctx->faults->poisoned(consumer + "/" +
+                              chaos_key(rec.header(record_header::traceparent),
+                                        ev->event_type, ev->event_id)))
       break;
     evs.push_back(std::move(*ev));
     positions.push_back({rec.partition, rec.offset});
@@ -262,9 +266,9 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
     auto& rec = pending[i];
     ctx->metrics->add("consumer_deliveries_total", who);
     log_delivered(evs[i], rec);
-    crash_keys.push_back(
-      consumer + "/" +
-      chaos_key(rec.header("traceparent"), evs[i].event_type, evs[i].event_id));
+    crash_keys.push_back(consumer + "/" +
+                         chaos_key(rec.header(record_header::traceparent),
+                                   evs[i].event_type, evs[i].event_id));
   }
   auto started = std::chrono::steady_clock::now();
   std::vector<persistence::apply_outcome> outcomes;
@@ -334,16 +338,16 @@ bool partition_worker_state::park(const partition_record& rec,
       ctx->cfg.kafka.delivery_timeout_ms, "eventforge-dlq-" + consumer);
   auto d = dlq_producer->publish_raw(
     rec.key, rec.value,
-    {{"event_id", ev ? ev->event_id : rec.event_id_header},
-     {"dlq.source.topic", e.source_topic},
-     {"dlq.source.partition", std::to_string(rec.partition)},
-     {"dlq.source.offset", std::to_string(rec.offset)},
-     {"dlq.consumer", consumer},
-     {"dlq.error.class", why.kind},
-     {"dlq.error.message", why.message},
-     {"dlq.attempts", std::to_string(attempts)},
-     {"dlq.first_failure", e.first_failure_at},
-     {"dlq.last_failure", e.last_failure_at}});
+    {{record_header::event_id, ev ? ev->event_id : rec.event_id_header},
+     {record_header::dlq_source_topic, e.source_topic},
+     {record_header::dlq_source_partition, std::to_string(rec.partition)},
+     {record_header::dlq_source_offset, std::to_string(rec.offset)},
+     {record_header::dlq_consumer, consumer},
+     {record_header::dlq_error_class, why.kind},
+     {record_header::dlq_error_message, why.message},
+     {record_header::dlq_attempts, std::to_string(attempts)},
+     {record_header::dlq_first_failure, e.first_failure_at},
+     {record_header::dlq_last_failure, e.last_failure_at}});
   if (!d.persisted) {
     spdlog::warn("{} p{} offset {}: DLQ produce not acknowledged ({}); the "
                  "offset stays",
@@ -351,15 +355,16 @@ bool partition_worker_state::park(const partition_record& rec,
     return false;
   }
   // Acked by the DLQ, offset not yet committed.
-  ctx->faults->check(
-    crash_point::dlq_after_dlq_ack_before_offset,
-    consumer + "/" +
-      chaos_key(rec.header("traceparent"), e.event_type, e.event_id),
-    {rec.key, ev ? ev->event_id : "", consumer});
+  ctx->faults->check(crash_point::dlq_after_dlq_ack_before_offset,
+                     consumer + "/" +
+                       chaos_key(rec.header(record_header::traceparent),
+                                 e.event_type, e.event_id),
+                     {rec.key, ev ? ev->event_id : "", consumer});
   dlq->store().park(e, true);
   if (parked_orders)
     parked_orders->insert(rec.key);
-  event_log::hop("parked", rec.key, e.event_id, rec.header("traceparent"),
+  event_log::hop("parked", rec.key, e.event_id,
+                 rec.header(record_header::traceparent),
                  {{"consumer", consumer}, {"class", why.kind}});
   ctx->metrics->add("dlq_parked_total",
                     {{"consumer", consumer}, {"class", why.kind}});

@@ -24,6 +24,32 @@ void supervisor_state::report_down() {
   ctx->metrics->set("actors_down", {{"supervisor", label}}, down);
 }
 
+void supervisor_state::stop(caf::error reason) {
+  stopping = std::move(reason);
+  // A child that receives an exit message unlinks from its sender first,
+  // so its end reaches us as a down message, not as a linked exit.
+  for (auto& c : children)
+    if (c.current) {
+      self->monitor(c.current);
+      self->send_exit(c.current, *stopping);
+    }
+  quit_when_empty();
+}
+
+void supervisor_state::on_stopped_child(const caf::actor_addr& source) {
+  for (auto& c : children)
+    if (c.current && c.current.address() == source)
+      c.current = caf::actor{};
+  quit_when_empty();
+}
+
+void supervisor_state::quit_when_empty() {
+  for (auto& c : children)
+    if (c.current)
+      return;
+  self->quit(*stopping);
+}
+
 bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
   for (size_t i = 0; i < children.size(); ++i) {
     auto& c = children[i];
@@ -31,6 +57,10 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
       continue;
     c.current = caf::actor{};
     report_down();
+    if (stopping) {
+      quit_when_empty();
+      return true;
+    }
     if (em.reason == caf::exit_reason::normal) {
       spdlog::info("{}: {} finished", label, c.spec.name);
       return true;
@@ -40,11 +70,11 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
     ctx->metrics->add("actor_restarts_total",
                       {{"kind", c.spec.kind}, {"reason", reason}});
     spdlog::warn("{}: {} crashed ({}); restarting", label, c.spec.name,
-                 to_string(em.reason));
+                 self->system().render(em.reason));
     if (!restarts->allow())
       throw std::runtime_error(label + ": restart intensity exceeded after " +
                                c.spec.name + " crashed (" +
-                               to_string(em.reason) + ")");
+                               self->system().render(em.reason) + ")");
     // Exponential backoff per child, so a dependency outage (database down)
     // does not spin a core or burn the restart intensity at once.
     // A child that stayed up for a second was healthy: its next crash starts
@@ -90,8 +120,13 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
   for (size_t i = 0; i < st.children.size(); ++i)
     st.start(i);
   self->set_exit_handler([self](caf::exit_msg& em) {
-    if (!self->state.on_child_exit(em))
-      self->quit(em.reason); // from whoever owns us: shut down
+    auto& st = self->state;
+    if (!st.on_child_exit(em) && !st.stopping)
+      st.stop(em.reason); // from whoever owns us: shut down
+  });
+  self->set_down_handler([self](caf::down_msg& dm) {
+    if (self->state.stopping)
+      self->state.on_stopped_child(dm.source);
   });
   // Forwards a command down its route; the actor at the end replies to the
   // original sender directly.
@@ -110,7 +145,7 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
     [=](dlq_command& cmd) { return forward("dlq", cmd); },
     [=](restart_atom, std::uint64_t index) {
       auto& c = self->state.children[index];
-      if (!c.current) {
+      if (!c.current && !self->state.stopping) {
         spdlog::info("{}: starting {} again", self->state.label, c.spec.name);
         self->state.start(index);
         journal_restart(*self->state.ctx, c.spec.name, c.last_crash,

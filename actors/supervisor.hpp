@@ -25,6 +25,8 @@ struct child_spec {
 /// A one_for_one supervisor: starts every child, restarts a crashed one
 /// after an exponential backoff, and escalates (fails itself, which its own
 /// supervisor then sees as a crash) when restarts exceed the intensity.
+/// Asked to stop (an exit message from its owner), it stops its children
+/// and terminates after the last of them.
 /// Order commands it receives are delegated round-robin to the live children
 /// that serve orders, so the root is the tree's front door.
 struct supervisor_state {
@@ -42,12 +44,22 @@ struct supervisor_state {
   std::vector<child> children;
   std::optional<restart_policy> restarts;
   size_t next_router = 0;
+  /// Set once whoever owns us asked us to stop: children are stopped, none
+  /// is restarted, and we quit with this reason when the last one is gone.
+  std::optional<caf::error> stopping;
 
   void start(size_t index);
   /// Publishes how many children are waiting for a restart.
   void report_down();
   /// Handles a linked actor's exit; false if it is not one of ours.
   bool on_child_exit(const caf::exit_msg& em);
+  /// Stops every live child and quits once all are gone, so that our down
+  /// message means the whole subtree has terminated.
+  void stop(caf::error reason);
+  /// While stopping: forgets the child that terminated.
+  void on_stopped_child(const caf::actor_addr& source);
+  /// Quits if stopping and no child is left.
+  void quit_when_empty();
   /// The next live child on `route`, or an invalid handle.
   caf::actor next_on(const std::string& route);
 

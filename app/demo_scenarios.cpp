@@ -107,7 +107,7 @@ const scenario* find_scenario(const std::string& name) {
   return nullptr;
 }
 
-scenario_runner::scenario_runner(caf::actor_system& sys, caf::actor root,
+scenario_runner::scenario_runner(caf::actor_system& sys, eventforge_actor root,
                                  const config::settings& cfg, std::string dsn,
                                  std::string brokers,
                                  std::shared_ptr<chaos> faults)
@@ -160,7 +160,7 @@ scenario_runner::start(const scenario& s) {
       }
       self->request(root_, timeout, cmd)
         .receive([&](order_accepted& a) { run.order_id = a.order_id; },
-                 [&](caf::error& err) { last_error = to_string(err); });
+                 [&](caf::error& err) { last_error = sys_.render(err); });
     }
   }
   if (run.order_id.empty())
@@ -195,7 +195,7 @@ void scenario_runner::replay_when_parked(const std::string& order_id,
   // http_frontend's ask()).
   sys_.spawn<caf::detached>(
     [store, order_id, consumer, moved_past](caf::event_based_actor* self,
-                                            caf::actor root) {
+                                            eventforge_actor root) {
       self->monitor(root);
       self->set_down_handler([self](caf::down_msg&) { self->quit(); });
       auto polls = std::make_shared<int>(0);
@@ -206,7 +206,8 @@ void scenario_runner::replay_when_parked(const std::string& order_id,
           std::optional<persistence::dlq_entry> head;
           try {
             head = store->head_of(consumer, order_id);
-            ready = head && head->status == "parked" && moved_past(*head);
+            ready =
+              head && head->status == dlq_status::parked && moved_past(*head);
           } catch (const std::exception& e) {
             spdlog::debug("demo: DLQ or offsets not readable yet: {}",
                           e.what());
@@ -214,7 +215,8 @@ void scenario_runner::replay_when_parked(const std::string& order_id,
           if (ready) {
             spdlog::info("demo: replaying DLQ entry {} of order {}", head->id,
                          order_id);
-            self->send(root, dlq_command{"replay", head->id, "", "demo"});
+            self->send(root,
+                       dlq_command{dlq_verb::replay, head->id, "", "demo"});
             self->quit();
             return;
           }

@@ -2,6 +2,7 @@
 
 #include "actors/chaos.hpp"
 #include "config/settings.hpp"
+#include "messages/interfaces.hpp"
 #include "persistence/recovery_journal.hpp"
 
 #include <caf/all.hpp>
@@ -46,7 +47,7 @@ struct scenario_run {
 /// Blocking: call it off the HTTP I/O threads.
 class scenario_runner {
 public:
-  scenario_runner(caf::actor_system& sys, caf::actor root,
+  scenario_runner(caf::actor_system& sys, eventforge_actor root,
                   const config::settings& cfg, std::string dsn,
                   std::string brokers, std::shared_ptr<chaos> faults);
   ~scenario_runner();
@@ -63,7 +64,7 @@ private:
                           const std::string& consumer);
 
   caf::actor_system& sys_;
-  caf::actor root_;
+  eventforge_actor root_;
   config::settings cfg_;
   std::string dsn_;
   std::string brokers_;

@@ -95,7 +95,7 @@ response error_response(const caf::error& err) {
 
 struct http_frontend::impl {
   caf::actor_system& sys;
-  caf::actor root;
+  eventforge_actor root;
   config::settings cfg;
   std::shared_ptr<telemetry> metrics;
   endpoints where;
@@ -107,7 +107,7 @@ struct http_frontend::impl {
   recovery_view view;
   std::unique_ptr<scenario_runner> runner; ///< null: no crash points
 
-  impl(caf::actor_system& s, caf::actor r, const config::settings& c,
+  impl(caf::actor_system& s, eventforge_actor r, const config::settings& c,
        std::shared_ptr<telemetry> m, endpoints w, std::shared_ptr<chaos> f)
       : sys(s), root(std::move(r)), cfg(c), metrics(std::move(m)),
         where(std::move(w)),
@@ -143,7 +143,7 @@ struct http_frontend::impl {
     // behaviour that UBSan reports).
     sys.spawn(
       [timeout, cmd = std::move(cmd), done,
-       on_reply](caf::event_based_actor* self, const caf::actor& r) mutable {
+       on_reply](caf::event_based_actor* self, const eventforge_actor& r) mutable {
         self->request(r, timeout, std::move(cmd))
           .then([=](Reply& reply) { done(on_reply(reply)); },
                 [=](caf::error& err) { done(error_response(err)); });
@@ -323,20 +323,22 @@ struct http_frontend::impl {
            }});
     r.add({"GET", "/admin/dlq", [this](request& req, responder done) {
              auto status = req.query_param("status").value_or("");
-             if (status != "" && status != "parked" && status != "replayed" &&
-                 status != "discarded")
+             if (status != "" && status != dlq_status::parked &&
+                 status != dlq_status::replayed &&
+                 status != dlq_status::discarded)
                return done(response::error(
                  400, "must be parked, replayed or discarded", "status"));
-             admin(req, done, {"list", 0, status, ""});
+             admin(req, done, {dlq_verb::list, 0, status, ""});
            }});
     r.add({"GET", "/admin/dlq/groups", [this](request& req, responder done) {
-             admin(req, done, {"groups", 0, "", ""});
+             admin(req, done, {dlq_verb::groups, 0, "", ""});
            }});
-    for (auto [method, suffix, verb] : {std::tuple{"GET", "", "show"},
-                                        {"POST", "/replay", "replay"},
-                                        {"POST", "/discard", "discard"}})
+    for (auto [method, suffix, verb] :
+         {std::tuple{"GET", "", dlq_verb::show},
+          {"POST", "/replay", dlq_verb::replay},
+          {"POST", "/discard", dlq_verb::discard}})
       r.add({method, std::string("/admin/dlq/{id}") + suffix,
-             [this, verb = std::string(verb)](request& req, responder done) {
+             [this, verb = verb](request& req, responder done) {
                auto id = entry_id(req);
                if (!id)
                  return done(response::error(404, "no such DLQ entry", "id"));
@@ -420,7 +422,7 @@ struct http_frontend::impl {
   }
 };
 
-http_frontend::http_frontend(caf::actor_system& sys, caf::actor root,
+http_frontend::http_frontend(caf::actor_system& sys, eventforge_actor root,
                              const config::settings& cfg,
                              std::shared_ptr<telemetry> metrics,
                              endpoints where, std::shared_ptr<chaos> faults)

@@ -14,7 +14,8 @@ namespace ef::app {
 
 /// The HTTP API (Boost.Beast, app/http/server) in front of the EventForge
 /// root actor: translates JSON to order commands and their replies or errors
-/// back to JSON. It holds no state of its own; every request is one actor request.
+/// back to JSON. It holds no state of its own; every request is one actor
+/// request.
 ///
 ///   POST /orders               201 {order_id, event_id, status}
 ///   POST /orders/{id}/cancel   202 {order_id, event_id}
@@ -34,7 +35,7 @@ public:
   /// names the database and broker that /metrics and /readyz read;
   /// `faults` are the tree's crash points, armed by scenario runs (none:
   /// scenarios cannot run).
-  http_frontend(caf::actor_system& sys, caf::actor root,
+  http_frontend(caf::actor_system& sys, eventforge_actor root,
                 const config::settings& cfg, std::shared_ptr<telemetry> metrics,
                 endpoints where, std::shared_ptr<chaos> faults = nullptr);
   ~http_frontend();

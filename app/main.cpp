@@ -79,9 +79,9 @@ int serve(const settings& cfg) {
   // linger half-alive: report and shut down with a failure status.
   static std::atomic<bool> tree_failed{false};
   caf::actor_cast<caf::abstract_actor*>(root)->attach_functor(
-    [](const caf::error& reason) {
+    [&sys](const caf::error& reason) {
       if (reason != caf::exit_reason::user_shutdown) {
-        spdlog::critical("supervision tree failed: {}", to_string(reason));
+        spdlog::critical("supervision tree failed: {}", sys.render(reason));
         tree_failed = true;
         kill(getpid(), SIGTERM);
       }
@@ -126,8 +126,8 @@ int serve(const settings& cfg) {
       spdlog::warn("drain not finished within shutdown.drain-timeout-ms; "
                    "stopping anyway (the rest is redelivered after restart)");
   }
-  caf::anon_send_exit(root, caf::exit_reason::user_shutdown);
-  sys.await_all_actors_done();
+  if (!ef::stop(sys, root, std::chrono::seconds(60)))
+    spdlog::warn("the supervision tree did not stop within 60 s");
   stopped = true;
   second_signal.join();
   return tree_failed ? 1 : 0;

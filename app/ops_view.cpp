@@ -1,4 +1,5 @@
 #include "app/ops_view.hpp"
+#include "messages/dlq_messages.hpp"
 
 #include "kafka/offsets.hpp"
 
@@ -38,7 +39,7 @@ void export_gauges(const ops_view& v, telemetry& m) {
   m.set("outbox_unsent_rows", {}, static_cast<double>(v.rows.outbox_unsent));
   m.set("outbox_oldest_unsent_age_seconds", {},
         v.rows.outbox_oldest_unsent_age_s);
-  for (auto status : {"parked", "replayed", "discarded"}) {
+  for (auto status : dlq_status::all) {
     auto i = v.rows.dlq_by_status.find(status);
     m.set("dlq_entries", {{"status", status}},
           i == v.rows.dlq_by_status.end() ? 0.0
@@ -97,10 +98,10 @@ std::string to_text(const ops_view& v, const config::settings& cfg) {
     auto i = v.rows.dlq_by_status.find(s);
     return i == v.rows.dlq_by_status.end() ? 0L : i->second;
   };
-  out << "dlq: " << count("parked") << " parked (oldest "
+  out << "dlq: " << count(dlq_status::parked) << " parked (oldest "
       << static_cast<long>(v.rows.dlq_oldest_parked_age_s) << " s), "
-      << count("replayed") << " replayed, " << count("discarded")
-      << " discarded\n";
+      << count(dlq_status::replayed) << " replayed, "
+      << count(dlq_status::discarded) << " discarded\n";
   out << "broker epoch " << v.repair.epoch << "; consumer gaps "
       << v.repair.gaps << "; events republished " << v.repair.republished_total
       << "\n";

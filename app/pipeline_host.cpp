@@ -3,6 +3,8 @@
 #include "kafka/offsets.hpp"
 #include "persistence/invariant_queries.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <cstring>
 #include <fstream>
 
@@ -31,9 +33,10 @@ void pipeline::stop() {
   if (!root_)
     return;
   http_.reset();
-  caf::anon_send_exit(root_, caf::exit_reason::user_shutdown);
-  root_ = caf::actor{};
-  sys_.await_all_actors_done();
+  // The tree alone: the host's other actors (a chaos or bench driver) run on.
+  if (!ef::stop(sys_, root_, std::chrono::seconds(60)))
+    spdlog::warn("the tree did not stop within 60 s");
+  root_ = eventforge_actor{};
 }
 
 std::string pipeline::url() const {

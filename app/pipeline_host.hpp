@@ -26,14 +26,14 @@ public:
   /// Stops the HTTP front and the tree and waits for every actor.
   void stop();
   std::string url() const;
-  const caf::actor& root() const { return root_; }
+  const eventforge_actor& root() const { return root_; }
 
 private:
   caf::actor_system& sys_;
   config::settings cfg_;
   std::shared_ptr<telemetry> metrics_;
   std::shared_ptr<chaos> faults_;
-  caf::actor root_;
+  eventforge_actor root_;
   std::unique_ptr<http_frontend> http_;
 };
 

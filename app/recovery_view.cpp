@@ -1,4 +1,5 @@
 #include "app/recovery_view.hpp"
+#include "messages/dlq_messages.hpp"
 
 #include "kafka/offsets.hpp"
 #include "messages/ids.hpp"
@@ -167,9 +168,9 @@ json recovery_view::read_overview() {
   out["outbox"] = {{"unsent", db(ops.outbox_unsent)},
                    {"oldest_unsent_age_s", db(ops.outbox_oldest_unsent_age_s)},
                    {"republished", db(repair.republished_total)}};
-  out["dlq"] = {{"parked", parked("parked")},
-                {"replayed", parked("replayed")},
-                {"discarded", parked("discarded")}};
+  out["dlq"] = nlohmann::json::object();
+  for (auto status : dlq_status::all)
+    out["dlq"][status] = parked(status);
   out["actors"] = {{"restarting", restarting(*metrics_)},
                    {"restarts_recorded", db(rows.restarts)},
                    {"crashes_recorded", db(rows.crashes)}};

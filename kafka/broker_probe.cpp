@@ -1,6 +1,7 @@
 #include "kafka/broker_probe.hpp"
 
 #include "kafka/client_config.hpp"
+#include "messages/record_headers.hpp"
 
 #include <chrono>
 #include <map>
@@ -108,7 +109,7 @@ std::optional<std::string> broker_probe::event_id_at(std::int32_t partition,
         continue;
       if (auto* h = m->headers())
         for (auto& x : h->get_all())
-          if (x.key() == "event_id" && x.value() != nullptr)
+          if (x.key() == record_header::event_id && x.value() != nullptr)
             out =
               std::string(static_cast<const char*>(x.value()), x.value_size());
     }

@@ -1,6 +1,7 @@
 #include "kafka/group_consumer.hpp"
 
 #include "kafka/client_config.hpp"
+#include "messages/record_headers.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -124,7 +125,7 @@ std::optional<partition_record> group_consumer::poll(int timeout_ms) {
           r.headers.emplace_back(
             x.key(),
             std::string(static_cast<const char*>(x.value()), x.value_size()));
-      r.event_id_header = r.header("event_id");
+      r.event_id_header = r.header(record_header::event_id);
     }
     return r;
   }

@@ -1,6 +1,7 @@
 #include "kafka/offsets.hpp"
 
 #include "kafka/client_config.hpp"
+#include "messages/record_headers.hpp"
 
 #include <chrono>
 
@@ -127,7 +128,7 @@ std::vector<stored_record> read_all(const std::string& brokers,
         if (x.value() == nullptr)
           continue;
         std::string v(static_cast<const char*>(x.value()), x.value_size());
-        if (x.key() == "event_id")
+        if (x.key() == record_header::event_id)
           r.event_id = v;
         r.headers.emplace_back(x.key(), std::move(v));
       }

@@ -2,6 +2,7 @@
 
 #include "kafka/client_config.hpp"
 #include "kafka/event_record.hpp"
+#include "messages/record_headers.hpp"
 
 #include <chrono>
 
@@ -110,10 +111,10 @@ outbox_producer::publish(const std::vector<order_event>& events,
   for (size_t i = 0; i < events.size(); ++i) {
     auto& ev = events[i];
     auto* headers = RdKafka::Headers::create();
-    headers->add("event_id", ev.event_id);
-    headers->add("event_type", ev.event_type);
+    headers->add(record_header::event_id, ev.event_id);
+    headers->add(record_header::event_type, ev.event_type);
     if (!ev.traceparent.empty())
-      headers->add("traceparent", ev.traceparent);
+      headers->add(record_header::traceparent, ev.traceparent);
     impl_->produce(ev.order_id, encode_value(ev), headers, &out[i]);
   }
   if (after_send) {

@@ -26,6 +26,22 @@ enum class api_errc : std::uint8_t {
   internal,
 };
 
+inline const char* to_string(api_errc code) {
+  switch (code) {
+  case api_errc::invalid:
+    return "invalid";
+  case api_errc::not_found:
+    return "not_found";
+  case api_errc::conflict:
+    return "conflict";
+  case api_errc::unavailable:
+    return "unavailable";
+  case api_errc::internal:
+    return "internal";
+  }
+  return "unknown";
+}
+
 inline caf::atom_value api_error_category() {
   return caf::atom("ef_api");
 }

@@ -11,10 +11,43 @@
 
 namespace ef {
 
-/// verb: "list" (filter = status or ""), "groups", "show", "replay",
-/// "discard". `actor` names who acts (recorded with replay and discard).
+/// The states of a DLQ entry (dlq_events.status; the schema's CHECK
+/// constraint in persistence/migrations.cpp allows exactly these).
+namespace dlq_status {
+inline constexpr const char* parked = "parked";
+inline constexpr const char* replayed = "replayed";
+inline constexpr const char* discarded = "discarded";
+inline constexpr const char* all[] = {parked, replayed, discarded};
+} // namespace dlq_status
+
+/// What an operator asks of the DLQ.
+enum class dlq_verb : std::uint8_t {
+  list,    ///< entries, newest first; `filter` is a status or "" for all
+  groups,  ///< parked entries grouped by failure fingerprint
+  show,    ///< one entry by `id`
+  replay,  ///< publish entry `id` again, keeping its event ID
+  discard, ///< give up on parked entry `id`
+};
+
+inline const char* to_string(dlq_verb v) {
+  switch (v) {
+  case dlq_verb::list:
+    return "list";
+  case dlq_verb::groups:
+    return "groups";
+  case dlq_verb::show:
+    return "show";
+  case dlq_verb::replay:
+    return "replay";
+  case dlq_verb::discard:
+    return "discard";
+  }
+  return "unknown";
+}
+
+/// `actor` names who acts (recorded with replay and discard).
 struct dlq_command {
-  std::string verb;
+  dlq_verb verb = dlq_verb::list;
   std::int64_t id = 0;
   std::string filter;
   std::string actor;

@@ -2,7 +2,7 @@
 // to the tree through the handle ef::start() returns.
 
 #include "messages/api_error.hpp"
-#include "messages/order_messages.hpp"
+#include "messages/interfaces.hpp"
 #include "tests/support/harness.hpp"
 
 #include <catch2/catch.hpp>
@@ -16,7 +16,8 @@ using place_atom = caf::atom_constant<caf::atom("place")>;
 
 /// A host actor: places an order with EventForge, then reads it back, and
 /// reports (order_id, status) to whoever asked.
-caf::behavior shop_clerk(caf::event_based_actor* self, caf::actor eventforge) {
+caf::behavior shop_clerk(caf::event_based_actor* self,
+                         eventforge_actor eventforge) {
   return {
     [=](place_atom, std::string customer) {
       auto rp = self->make_response_promise();
@@ -57,12 +58,25 @@ TEST_CASE("host_application_actors_place_and_read_orders_through_the_"
           view = json;
         },
         [&](caf::error& e) { FAIL("host actor got " << to_string(e)); });
-    // Invalid commands from a host actor are refused like bad HTTP input.
+    // Invalid commands from a host actor are refused like bad HTTP input,
+    // and the registered error category names the cause.
     self->request(root, 10s, create_order{"c", {}, "", "", ""})
       .receive([&](order_accepted&) { FAIL("empty order accepted"); },
                [&](caf::error& e) {
                  CHECK(e.category() == api_error_category());
                  CHECK(e.code() == static_cast<uint8_t>(api_errc::invalid));
+                 CHECK(host.render(e).rfind("ef_api: invalid (items: ", 0) ==
+                       0);
+               });
+    // The root answers every other message of its typed interface too: the
+    // handle is a cast, so this is what keeps it honest.
+    self->request(root, 10s, dlq_command{dlq_verb::list, 0, "", ""})
+      .receive([&](dlq_reply& r) { CHECK(r.json == "[]"); },
+               [&](caf::error& e) { FAIL("dlq list: " << host.render(e)); });
+    self->request(root, 10s, cancel_order{"not-a-uuid", ""})
+      .receive([&](cancel_accepted&) { FAIL("cancelled a missing order"); },
+               [&](caf::error& e) {
+                 CHECK(e.code() == static_cast<uint8_t>(api_errc::not_found));
                });
   }
   REQUIRE_FALSE(order_id.empty());
@@ -75,7 +89,23 @@ TEST_CASE("host_application_actors_place_and_read_orders_through_the_"
   CHECK(db.scalar<int>("SELECT count(*) FROM orders") == 1);
   CHECK(db.scalar<std::int64_t>("SELECT balance_cents FROM accounts WHERE "
                                 "customer_id = 'host-customer'") == -2500);
+  CHECK(ef::drain(host, root, 20s));
+  CHECK(ef::counters(host, root)["api_orders_total{outcome=\"created\"}"] == 1);
+  {
+    // The host stops the tree alone and waits for it; its own actors (the
+    // clerk) keep running, so await_all_actors_done is no way to wait.
+    caf::scoped_actor self{host};
+    self->monitor(root);
+    caf::anon_send_exit(root, caf::exit_reason::user_shutdown);
+    bool down = false;
+    self->receive([&](caf::down_msg& d) { down = d.source == root.address(); },
+                  caf::after(30s) >> [] {});
+    CHECK(down);
+    // The clerk is still there and still answers (with EventForge's error,
+    // now that the tree is gone).
+    self->request(clerk, 20s, place_atom::value, std::string("late"))
+      .receive([&](std::string&, std::string&) { FAIL("tree still up"); },
+               [&](caf::error&) {});
+  }
   caf::anon_send_exit(clerk, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(root, caf::exit_reason::user_shutdown);
-  host.await_all_actors_done();
 }

@@ -91,7 +91,7 @@ void tree::stop() {
     return;
   http_.reset();
   caf::anon_send_exit(root_, caf::exit_reason::user_shutdown);
-  root_ = caf::actor{};
+  root_ = eventforge_actor{};
   sys_->await_all_actors_done();
   sys_.reset();
 }

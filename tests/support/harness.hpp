@@ -65,7 +65,7 @@ public:
   tree(const config::settings& cfg, const endpoints& ep);
   ~tree();
   caf::actor_system& system() { return *sys_; }
-  caf::actor root() const { return root_; }
+  eventforge_actor root() const { return root_; }
   const std::string& url() const { return url_; }
   /// Stops HTTP and the tree, waiting for every actor to finish.
   void stop();
@@ -73,7 +73,7 @@ public:
 private:
   caf::actor_system_config caf_cfg_;
   std::unique_ptr<caf::actor_system> sys_;
-  caf::actor root_;
+  eventforge_actor root_;
   std::shared_ptr<telemetry> metrics_;
   std::unique_ptr<app::http_frontend> http_;
   std::string url_;
