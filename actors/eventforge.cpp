@@ -115,9 +115,8 @@ bool stop(caf::actor_system& sys, const eventforge_actor& root,
   self->monitor(root);
   self->send_exit(root, caf::exit_reason::user_shutdown);
   bool down = false;
-  self->receive(
-    [&](caf::down_msg& d) { down = d.source == root.address(); },
-    caf::after(timeout) >> [] {});
+  self->receive([&](caf::down_msg& d) { down = d.source == root.address(); },
+                caf::after(timeout) >> [] {});
   return down;
 }
 

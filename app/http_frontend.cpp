@@ -142,8 +142,8 @@ struct http_frontend::impl {
     // null argument tuple for an actor spawned without any (undefined
     // behaviour that UBSan reports).
     sys.spawn(
-      [timeout, cmd = std::move(cmd), done,
-       on_reply](caf::event_based_actor* self, const eventforge_actor& r) mutable {
+      [timeout, cmd = std::move(cmd), done, on_reply](
+        caf::event_based_actor* self, const eventforge_actor& r) mutable {
         self->request(r, timeout, std::move(cmd))
           .then([=](Reply& reply) { done(on_reply(reply)); },
                 [=](caf::error& err) { done(error_response(err)); });

@@ -12,8 +12,8 @@ namespace ef::kafka {
 
 /// What the broker said about one produced record.
 struct delivery {
-  bool persisted = false;     ///< acknowledged by all in-sync replicas
-  std::string error;          ///< why not, when !persisted
+  bool persisted = false;      ///< acknowledged by all in-sync replicas
+  std::string error;           ///< why not, when !persisted
   std::int32_t partition = -1; ///< where it landed, when persisted
   std::int64_t offset = -1;
 };
