@@ -3,6 +3,7 @@
 #include "actors/api_worker.hpp"
 #include "actors/crash_log.hpp"
 #include "actors/dlq_handler.hpp"
+#include "actors/gauge_sampler.hpp"
 #include "actors/group_member.hpp"
 #include "actors/janitor.hpp"
 #include "actors/relay_shard.hpp"
@@ -212,6 +213,11 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
                     {"repairer", "repairer",
                      [=](caf::event_based_actor* self) {
                        return self->spawn<blocking_child>(repairer, ctx);
+                     },
+                     ""},
+                    {"gauge-sampler", "gauge-sampler",
+                     [=](caf::event_based_actor* self) {
+                       return self->spawn<blocking_child>(gauge_sampler, ctx);
                      },
                      ""}},
                    ctx));

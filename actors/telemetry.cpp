@@ -98,6 +98,10 @@ const std::map<std::string, family>& catalog() {
      {kind::counter, "Broker epochs this process began: the broker had lost "
                      "records the outbox published."}},
     {"broker_epoch", {kind::gauge, "Current broker epoch."}},
+    {"gauges_sampled_timestamp_seconds",
+     {kind::gauge, "When the outbox and DLQ gauges (source database) and "
+                   "consumer_lag (source broker) were last read; it stops "
+                   "moving while the source is down."}},
     {"relay_waiting_for_consumers",
      {kind::gauge, "1 while a relay shard waits: a partition holds "
                    "relay.max-lead-bytes beyond the slowest consumer."}},

@@ -99,8 +99,8 @@ struct http_frontend::impl {
   config::settings cfg;
   std::shared_ptr<telemetry> metrics;
   endpoints where;
-  /// /metrics and /readyz block on the database and the broker: they run
-  /// here, never on the I/O threads.
+  /// /readyz and the recovery page block on the database and the broker:
+  /// they run here, never on the I/O threads.
   boost::asio::thread_pool blocking{2};
   std::unique_ptr<http::server> server;
   int port = 0;
@@ -215,23 +215,10 @@ struct http_frontend::impl {
     return id > 0 ? std::optional<std::int64_t>{id} : std::nullopt;
   }
 
+  /// The telemetry as it stands: counters and histograms are live, the
+  /// gauges read from the database and the broker are the gauge sampler's
+  /// last sample (actors/gauge_sampler.hpp). No scrape queries either.
   response metrics_page() {
-    // Database and broker are read separately: an outage of one must not
-    // freeze the other's gauges (the outbox age matters most when the
-    // broker is down).
-    ops_view v;
-    try {
-      v.rows = persistence::read_ops_rows(where.database_dsn);
-      export_gauges(v, *metrics);
-    } catch (const std::exception& e) {
-      spdlog::warn("metrics: cannot read the database: {}", e.what());
-    }
-    try {
-      read_lag(cfg, where.kafka_brokers, v, 2000);
-      export_lag(v, *metrics);
-    } catch (const std::exception& e) {
-      spdlog::warn("metrics: cannot read the broker: {}", e.what());
-    }
     response r;
     r.content_type = "text/plain; version=0.0.4";
     r.body = metrics->render_prometheus();
@@ -410,7 +397,7 @@ struct http_frontend::impl {
              });
            }});
     r.add({"GET", "/metrics", [this](request&, responder done) {
-             blocking_call(done, [this] { return metrics_page(); });
+             done(metrics_page()); // renders memory only: no blocking
            }});
     r.add({"GET", "/readyz", [this](request&, responder done) {
              blocking_call(done, [this] { return readiness(); });

@@ -14,47 +14,9 @@ ops_view read_ops_view(const config::settings& cfg, const std::string& dsn,
   ops_view v;
   v.rows = persistence::read_ops_rows(dsn);
   v.repair = persistence::repair_store(dsn).summary();
-  read_lag(cfg, brokers, v);
+  kafka::offset_reader broker(brokers);
+  v.lag = read_lag(cfg, broker, 10000);
   return v;
-}
-
-void read_lag(const config::settings& cfg, const std::string& brokers,
-              ops_view& v, int timeout_ms) {
-  auto ends = kafka::log_end_offsets(brokers, cfg.kafka.topic,
-                                     cfg.kafka.partitions, timeout_ms);
-  for (auto& c : cfg.consumer.enabled) {
-    auto committed =
-      kafka::committed_offsets(brokers, "eventforge." + c, cfg.kafka.topic,
-                               cfg.kafka.partitions, timeout_ms);
-    for (int p = 0; p < cfg.kafka.partitions; ++p) {
-      // No commit yet: everything from the log start is lag (the group
-      // starts at the earliest offset).
-      auto done = committed[p] < 0 ? 0 : committed[p];
-      v.lag[c].push_back({p, ends[p], committed[p], ends[p] - done});
-    }
-  }
-}
-
-void export_gauges(const ops_view& v, telemetry& m) {
-  m.set("outbox_unsent_rows", {}, static_cast<double>(v.rows.outbox_unsent));
-  m.set("outbox_oldest_unsent_age_seconds", {},
-        v.rows.outbox_oldest_unsent_age_s);
-  for (auto status : dlq_status::all) {
-    auto i = v.rows.dlq_by_status.find(status);
-    m.set("dlq_entries", {{"status", status}},
-          i == v.rows.dlq_by_status.end() ? 0.0
-                                          : static_cast<double>(i->second));
-  }
-  m.set("dlq_oldest_parked_age_seconds", {}, v.rows.dlq_oldest_parked_age_s);
-}
-
-void export_lag(const ops_view& v, telemetry& m) {
-  for (auto& [consumer, parts] : v.lag)
-    for (auto& p : parts)
-      m.set(
-        "consumer_lag",
-        {{"consumer", consumer}, {"partition", std::to_string(p.partition)}},
-        static_cast<double>(p.lag));
 }
 
 std::string repair_json(const persistence::repair_summary& r) {

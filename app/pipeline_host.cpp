@@ -43,13 +43,14 @@ std::string pipeline::url() const {
   return http_->url();
 }
 
-/// True once the outbox is drained, every consumer marked every event and
-/// every group committed up to the log end.
-bool quiescent(const config::settings& cfg, const endpoints& ep) {
+std::string quiescence_gap(const config::settings& cfg, const endpoints& ep) {
   auto c = persistence::read_counts(ep.database_dsn);
   auto consumers = static_cast<long>(cfg.consumer.enabled.size());
-  if (c.unsent != 0 || c.marks < consumers * c.events)
-    return false;
+  if (c.unsent != 0)
+    return "outbox: " + std::to_string(c.unsent) + " unsent";
+  if (c.marks < consumers * c.events)
+    return "processed_events: " + std::to_string(c.marks) + " marks of " +
+           std::to_string(consumers * c.events);
   auto ends = kafka::log_end_offsets(ep.kafka_brokers, cfg.kafka.topic,
                                      cfg.kafka.partitions);
   for (auto& name : cfg.consumer.enabled) {
@@ -59,13 +60,17 @@ bool quiescent(const config::settings& cfg, const endpoints& ep) {
     // A partition that never received a record has no commit (-1).
     for (size_t p = 0; p < ends.size(); ++p)
       if (ends[p] > 0 && committed[p] != ends[p])
-        return false;
+        return name + ": partition " + std::to_string(p) + " committed " +
+               std::to_string(committed[p]) + " of log end " +
+               std::to_string(ends[p]);
   }
-  return true;
+  return {};
 }
 
-/// The tree and its HTTP front, restartable on new endpoints (a new broker)
-/// with the same port, metrics and crash decisions.
+bool quiescent(const config::settings& cfg, const endpoints& ep) {
+  return quiescence_gap(cfg, ep).empty();
+}
+
 long outbox_unsent(const std::string& dsn) {
   auto c = persistence::read_counts(dsn);
   return c.unsent;

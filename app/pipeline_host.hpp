@@ -37,8 +37,13 @@ private:
   std::unique_ptr<http_frontend> http_;
 };
 
-/// True once the outbox is drained, every consumer marked every event and
-/// every group committed up to the log end.
+/// What still keeps the pipeline from being quiescent, e.g. "outbox: 1
+/// unsent" or "billing: partition 1 committed -1 of log end 1"; empty once
+/// the outbox is drained, every consumer marked every event and every group
+/// committed up to the log end.
+std::string quiescence_gap(const config::settings& cfg, const endpoints& ep);
+
+/// True once quiescence_gap() is empty.
 bool quiescent(const config::settings& cfg, const endpoints& ep);
 
 /// Outbox rows not yet published.

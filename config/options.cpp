@@ -316,6 +316,14 @@ std::vector<option> make_options() {
     [](settings& s) -> int& { return s.repair.interval_ms; }, 50, 3600000,
     "how often the repairer checks that the broker still holds what the "
     "outbox published, and queues again what a consumer can no longer read"));
+  // -- metrics -------------------------------------------------------------
+  v.push_back(int_opt<int>(
+    "metrics.sample-interval-ms",
+    [](settings& s) -> int& { return s.metrics.sample_interval_ms; }, 100,
+    3600000,
+    "how often the outbox, DLQ and consumer-lag gauges are read from the "
+    "database and the broker; /metrics serves the last sample, so a scrape "
+    "never queries them itself"));
   // -- shutdown ------------------------------------------------------------
   v.push_back(int_opt<int>(
     "shutdown.drain-timeout-ms",

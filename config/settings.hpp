@@ -99,6 +99,12 @@ struct settings {
     bool enabled = false;
   } demo;
 
+  struct metrics_section {
+    /// How often the gauges read from durable state (outbox, DLQ, consumer
+    /// lag) are sampled; a scrape serves the last sample.
+    int sample_interval_ms = 1000;
+  } metrics;
+
   struct log_section {
     std::string level = "info";
     std::string format = "text"; ///< text or json

@@ -26,10 +26,31 @@ std::unique_ptr<RdKafka::KafkaConsumer> make_reader(const std::string& brokers,
 
 } // namespace
 
-std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
-                                          const std::string& topic,
-                                          int partitions, int timeout_ms) {
-  auto c = make_reader(brokers, "eventforge.inspect");
+struct offset_reader::clients {
+  std::unique_ptr<RdKafka::KafkaConsumer> inspect;
+  /// Per group: committed() answers for the group the client belongs to. A
+  /// client that never subscribes never joins the group.
+  std::map<std::string, std::unique_ptr<RdKafka::KafkaConsumer>> groups;
+};
+
+offset_reader::offset_reader(std::string brokers)
+    : brokers_(std::move(brokers)), clients_(std::make_unique<clients>()) {
+  // nop
+}
+
+offset_reader::~offset_reader() {
+  if (clients_->inspect)
+    clients_->inspect->close();
+  for (auto& [group, c] : clients_->groups)
+    c->close();
+}
+
+std::vector<std::int64_t> offset_reader::log_ends(const std::string& topic,
+                                                  int partitions,
+                                                  int timeout_ms) {
+  auto& c = clients_->inspect;
+  if (!c)
+    c = make_reader(brokers_, "eventforge.inspect");
   std::vector<std::int64_t> out;
   for (int p = 0; p < partitions; ++p) {
     int64_t low = 0, high = 0;
@@ -39,15 +60,16 @@ std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
                                std::to_string(p) + ": " + RdKafka::err2str(rc));
     out.push_back(high);
   }
-  c->close();
   return out;
 }
 
-std::vector<std::int64_t> committed_offsets(const std::string& brokers,
-                                            const std::string& group,
-                                            const std::string& topic,
-                                            int partitions, int timeout_ms) {
-  auto c = make_reader(brokers, group);
+std::vector<std::int64_t> offset_reader::committed(const std::string& group,
+                                                   const std::string& topic,
+                                                   int partitions,
+                                                   int timeout_ms) {
+  auto& c = clients_->groups[group];
+  if (!c)
+    c = make_reader(brokers_, group);
   std::vector<RdKafka::TopicPartition*> parts;
   for (int p = 0; p < partitions; ++p)
     parts.push_back(RdKafka::TopicPartition::create(topic, p));
@@ -56,11 +78,23 @@ std::vector<std::int64_t> committed_offsets(const std::string& brokers,
   for (auto* tp : parts)
     out.push_back(tp->offset() < 0 ? -1 : tp->offset());
   RdKafka::TopicPartition::destroy(parts);
-  c->close();
   if (rc != RdKafka::ERR_NO_ERROR)
     throw std::runtime_error("cannot read committed offsets of " + group +
                              ": " + RdKafka::err2str(rc));
   return out;
+}
+
+std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
+                                          const std::string& topic,
+                                          int partitions, int timeout_ms) {
+  return offset_reader(brokers).log_ends(topic, partitions, timeout_ms);
+}
+
+std::vector<std::int64_t> committed_offsets(const std::string& brokers,
+                                            const std::string& group,
+                                            const std::string& topic,
+                                            int partitions, int timeout_ms) {
+  return offset_reader(brokers).committed(group, topic, partitions, timeout_ms);
 }
 
 void commit_offsets(const std::string& brokers, const std::string& group,

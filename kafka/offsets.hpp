@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,7 +12,35 @@ namespace ef::kafka {
 /// Read-only views of the broker's state, used by tests, the verifier and
 /// operators. Index i of each vector is partition i.
 
-/// Log end offset (high watermark) of every partition of `topic`.
+/// Reads log ends and committed offsets over clients it keeps open for its
+/// lifetime (one for log ends, one per group asked). Keep one for a set of
+/// reads, not across a broker outage: a client whose broker went away may
+/// block in query_watermark_offsets past its timeout (librdkafka 2.0.2).
+/// Not thread-safe.
+class offset_reader {
+public:
+  explicit offset_reader(std::string brokers);
+  ~offset_reader();
+  offset_reader(const offset_reader&) = delete;
+  offset_reader& operator=(const offset_reader&) = delete;
+
+  /// Log end offset (high watermark) of every partition of `topic`.
+  std::vector<std::int64_t> log_ends(const std::string& topic, int partitions,
+                                     int timeout_ms = 10000);
+
+  /// Committed next offset of `group` for every partition (-1: none).
+  std::vector<std::int64_t> committed(const std::string& group,
+                                      const std::string& topic, int partitions,
+                                      int timeout_ms = 10000);
+
+private:
+  struct clients;
+  std::string brokers_;
+  std::unique_ptr<clients> clients_;
+};
+
+/// One-off reads (a client for the call): log end offset (high watermark)
+/// of every partition of `topic`.
 std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
                                           const std::string& topic,
                                           int partitions,

@@ -5,11 +5,17 @@
 
 namespace ef::persistence {
 
-ops_rows read_ops_rows(const std::string& dsn) {
-  ops_rows out;
-  try {
-    auto conn = open_connection(dsn);
-    pqxx::read_transaction t(*conn);
+ops_reader::ops_reader(const std::string& dsn)
+    : db_(std::make_unique<session>(dsn, nullptr)) {
+  // nop
+}
+
+ops_reader::~ops_reader() = default;
+
+ops_rows ops_reader::read() {
+  return db_->run([](pqxx::connection& c) {
+    ops_rows out;
+    pqxx::read_transaction t(c);
     auto o = t.exec1(
       "SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - "
       "min(created_at)), 0)::float8 FROM outbox WHERE sent_at IS NULL");
@@ -30,10 +36,12 @@ ops_rows read_ops_rows(const std::string& dsn) {
            "WHERE l.locktype = 'advisory' AND l.classid = $1 AND l.granted",
            relay_lock_class))
       out.shard_owners[r[0].as<int>()] = r[1].as<std::string>();
-  } catch (...) {
-    rethrow_as_db_error();
-  }
-  return out;
+    return out;
+  });
+}
+
+ops_rows read_ops_rows(const std::string& dsn) {
+  return ops_reader(dsn).read();
 }
 
 long delete_sent_outbox(const std::string& dsn, int age_s, int limit) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,7 +17,23 @@ struct ops_rows {
   std::map<int, std::string> shard_owners;
 };
 
-/// Reads the snapshot (throws db_error). Cheap: index-backed counts.
+class session;
+
+/// Reads the snapshot over one connection it keeps (reopened after it
+/// broke), for a caller that reads every second. Not thread-safe.
+class ops_reader {
+public:
+  explicit ops_reader(const std::string& dsn);
+  ~ops_reader();
+  /// Throws db_error. Cheap: index-backed counts.
+  ops_rows read();
+
+private:
+  std::unique_ptr<session> db_;
+};
+
+/// Reads the snapshot once, over a connection for the call (throws
+/// db_error).
 ops_rows read_ops_rows(const std::string& dsn);
 
 /// Deletes up to `limit` SENT outbox rows older than `age_s` seconds (never

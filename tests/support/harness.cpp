@@ -12,10 +12,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <sys/stat.h>
 #include <thread>
 
 namespace ef::test {
+
+namespace {
+
+/// What the last quiescence check found missing, printed by a wait_until
+/// that gives up: a flaky wait then says which stage stalled.
+std::string last_quiescence_gap;
+
+} // namespace
 
 temp_dir::temp_dir() {
   char tmpl[] = "/tmp/eventforge-test-XXXXXX";
@@ -53,18 +62,28 @@ config::settings test_settings() {
   s.kafka.session_timeout_ms = 6000;
   s.kafka.fetch_wait_max_ms = 20;
   s.supervisor.restart_backoff_ms = 10;
-  s.log.level = "warn";
+  // EF_TEST_LOG=info (or debug) shows the tree's log when chasing a failure.
+  auto* level = std::getenv("EF_TEST_LOG");
+  s.log.level = level ? level : "warn";
   return s;
 }
 
 bool wait_until(const std::function<bool()>& pred,
                 std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
+  last_quiescence_gap.clear();
   for (;;) {
     if (pred())
       return true;
-    if (std::chrono::steady_clock::now() > deadline)
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::cerr << "wait_until: gave up after " << limit.count() << " ms"
+                << (last_quiescence_gap.empty()
+                      ? std::string()
+                      : "; the last quiescence check found " +
+                          last_quiescence_gap)
+                << std::endl;
       return false;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
@@ -147,7 +166,8 @@ std::string eventforge_binary() {
 
 bool quiescent(database& db, const config::settings& cfg,
                const std::string& brokers) {
-  return app::quiescent(cfg, {db.dsn(), brokers});
+  last_quiescence_gap = app::quiescence_gap(cfg, {db.dsn(), brokers});
+  return last_quiescence_gap.empty();
 }
 
 } // namespace ef::test

@@ -1,0 +1,62 @@
+#pragma once
+
+#include "actors/context.hpp"
+#include "actors/telemetry.hpp"
+#include "config/settings.hpp"
+#include "kafka/offsets.hpp"
+#include "persistence/ops_queries.hpp"
+
+#include <caf/all.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ef {
+
+/// One consumer's position on one partition.
+struct partition_lag {
+  int partition;
+  long long log_end;
+  long long committed; ///< -1: nothing committed yet
+  long long lag;       ///< log end minus committed (from the log start if -1)
+};
+
+/// consumer -> its lag on every partition.
+using lag_by_consumer = std::map<std::string, std::vector<partition_lag>>;
+
+/// Reads every enabled consumer's lag from the broker (throws if the broker
+/// does not answer within `timeout_ms` per request).
+lag_by_consumer read_lag(const config::settings& cfg,
+                         kafka::offset_reader& broker, int timeout_ms);
+
+/// Sets the outbox and DLQ gauges from a database snapshot.
+void export_row_gauges(const persistence::ops_rows& rows, telemetry& m);
+
+/// Sets the consumer_lag gauges.
+void export_lag(const lag_by_consumer& lag, telemetry& m);
+
+/// Samples the gauges that come from durable state (outbox size and age,
+/// DLQ entries and age, consumer lag) every metrics.sample-interval-ms, over
+/// one database connection it keeps and broker clients made for each sample,
+/// and sets them on the tree's telemetry. A scrape renders the last sample and
+/// never queries the database or the broker itself, so scrapes cannot load
+/// them. A value is at most one interval plus one read old;
+/// gauges_sampled_timestamp_seconds {source="database"|"broker"} says when each
+/// was last read successfully (it stops moving while its source is down).
+/// Blocking, so detached; supervised under "maintenance".
+struct gauge_sampler_state {
+  context_ptr ctx;
+  std::unique_ptr<persistence::ops_reader> db;
+  bool draining = false;
+  /// One sample of both sources; returns the delay until the next.
+  std::chrono::milliseconds round();
+  static inline const char* name = "gauge-sampler";
+};
+
+caf::behavior gauge_sampler(caf::stateful_actor<gauge_sampler_state>* self,
+                            context_ptr ctx);
+
+} // namespace ef
