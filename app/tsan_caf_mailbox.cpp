@@ -13,38 +13,13 @@
 // vtables and calls bind to them; each annotates, then calls the library's
 // own definition (found with dlsym(RTLD_NEXT)).
 
+#include "app/tsan_interpose.hpp"
+
 #include <caf/all.hpp>
 
-#include <dlfcn.h>
 #include <sanitizer/tsan_interface.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-
-namespace {
-
-/// libcaf_core's definition of the member function `mangled`, as a
-/// pointer to member (Itanium ABI: the address and a zero this-adjustment).
-template <class MemberPointer>
-MemberPointer library_member(const char* mangled) {
-  void* address = dlsym(RTLD_NEXT, mangled);
-  if (address == nullptr) {
-    std::fprintf(stderr, "tsan_caf_mailbox: %s not found in libcaf_core\n",
-                 mangled);
-    std::abort();
-  }
-  struct {
-    void* address;
-    std::ptrdiff_t adjustment;
-  } raw{address, 0};
-  static_assert(sizeof(raw) == sizeof(MemberPointer));
-  MemberPointer result;
-  std::memcpy(&result, &raw, sizeof(result));
-  return result;
-}
-
-} // namespace
+using ef::tsan::library_member;
 
 namespace caf {
 
