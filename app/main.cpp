@@ -466,10 +466,16 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1, 86400));
   bench_sub->add_option("--report", bench.report_path,
                         "write every figure as JSON");
-  app
-    .add_subcommand("config-reference",
-                    "print the configuration reference (Markdown)")
-    ->callback([] { std::cout << ef::config::reference_markdown(); });
+  static bool as_ini = false;
+  auto* reference = app.add_subcommand(
+    "config-reference", "print the configuration reference (Markdown)");
+  reference->add_flag("--ini", as_ini,
+                      "print every key with its default as an INI file "
+                      "instead (config/eventforge.ini.example)");
+  reference->callback([] {
+    std::cout << (as_ini ? ef::config::reference_ini()
+                         : ef::config::reference_markdown());
+  });
   if (argc > 1 && argv[1][0] != '-') {
     bool known = false;
     for (auto* sub : app.get_subcommands({}))

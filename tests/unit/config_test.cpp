@@ -97,3 +97,29 @@ TEST_CASE("docs_config_md_matches_the_option_table") {
   INFO("regenerate with: build/eventforge config-reference > docs/config.md");
   CHECK(text.str() == ef::config::reference_markdown());
 }
+
+#include "config/ini_parser.hpp"
+
+TEST_CASE("the_example_ini_file_matches_the_option_table_and_loads_to_the_"
+          "defaults") {
+  std::string path = EF_SOURCE_DIR "/config/eventforge.ini.example";
+  std::ifstream f(path);
+  REQUIRE(f.good());
+  std::stringstream text;
+  text << f.rdbuf();
+  INFO("regenerate with: build/eventforge config-reference --ini > "
+       "config/eventforge.ini.example");
+  CHECK(text.str() == ef::config::reference_ini());
+  auto ini = ef::config::read_ini_file(path);
+  INFO(ini.error);
+  REQUIRE(ini.ok());
+  CHECK(ini.values.size() == ef::config::options().size());
+  auto built = ef::config::build_settings(ini.values);
+  INFO(built.error);
+  REQUIRE(built.ok());
+  ef::config::settings defaults;
+  for (auto& o : ef::config::options()) {
+    INFO(o.key);
+    CHECK(o.render(built.value) == o.render(defaults));
+  }
+}
