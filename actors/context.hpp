@@ -3,8 +3,10 @@
 #include "actors/chaos.hpp"
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
+#include "consumers/consumer.hpp"
 #include "persistence/recovery_journal.hpp"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -12,7 +14,7 @@ namespace ef {
 
 /// What every actor of one EventForge tree shares, immutable after start:
 /// settings, where the database and broker are, the telemetry counters, the
-/// crash-point decisions and the recovery journal.
+/// crash-point decisions, the recovery journal and the enabled consumers.
 struct context {
   config::settings cfg;
   std::string dsn;     ///< database, with connect_timeout applied
@@ -21,6 +23,8 @@ struct context {
   std::shared_ptr<chaos> faults;
   /// Crashes, restarts and suppressed duplicates, written in the background.
   std::shared_ptr<persistence::recovery_journal> journal;
+  /// The enabled consumers (cfg.consumer.enabled), by name.
+  std::map<std::string, consumer_ptr> consumers;
 };
 
 using context_ptr = std::shared_ptr<const context>;

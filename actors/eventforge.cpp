@@ -17,6 +17,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <stdexcept>
+
 namespace ef {
 
 namespace {
@@ -58,8 +61,8 @@ std::vector<child_spec> relay_shards(const context_ptr& ctx) {
   return out;
 }
 
-std::vector<child_spec> consumer(const context_ptr& ctx,
-                                 const std::string& name) {
+std::vector<child_spec> consumer_group(const context_ptr& ctx,
+                                       const std::string& name) {
   return {{"group-member", "group-member",
            [=](caf::event_based_actor* self) {
              return self->spawn<blocking_child>(group_member, ctx, name);
@@ -155,9 +158,39 @@ void configure_actor_system(caf::actor_system_config& cfg) {
     });
 }
 
+namespace {
+
+/// The enabled consumers, by name; throws std::invalid_argument naming the
+/// first enabled name that is not registered.
+std::map<std::string, consumer_ptr>
+enabled_consumers(const config::settings& cfg,
+                  const consumer_registry& registry) {
+  std::map<std::string, consumer_ptr> out;
+  for (auto& name : cfg.consumer.enabled) {
+    auto c = registry.find(name);
+    if (!c) {
+      std::string known;
+      for (auto& n : registry.names())
+        known += (known.empty() ? "" : ", ") + n;
+      throw std::invalid_argument("consumer.enabled: no consumer \"" + name +
+                                  "\" is registered (registered: " +
+                                  (known.empty() ? "none" : known) + ")");
+    }
+    out.emplace(name, std::move(c));
+  }
+  return out;
+}
+
+} // namespace
+
 eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
                        const endpoints& ep, std::shared_ptr<telemetry> metrics,
-                       std::shared_ptr<chaos> faults) {
+                       std::shared_ptr<chaos> faults,
+                       std::shared_ptr<const consumer_registry> registry) {
+  if (!registry)
+    registry = std::make_shared<const consumer_registry>(
+      consumer_registry::with_builtins());
+  auto consumers = enabled_consumers(cfg, *registry);
   if (!metrics)
     metrics = std::make_shared<telemetry>();
   if (!faults)
@@ -169,6 +202,12 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
   if (!applied.empty())
     spdlog::info("applied {} schema migration(s), now at version {}",
                  applied.size(), applied.back());
+  for (auto& [name, c] : consumers) {
+    auto own = persistence::migrate_consumer(dsn, name, c->migrations());
+    if (!own.empty())
+      spdlog::info("applied {} migration(s) of consumer {}, now at version {}",
+                   own.size(), name, own.back());
+  }
   auto journal = std::make_shared<persistence::recovery_journal>(dsn);
   faults->on_crash([journal](crash_point p, const crash_site& site) {
     persistence::journal_line line;
@@ -184,8 +223,9 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
     // causes can be committed before the crash is on record.
     journal->flush(std::chrono::seconds(1));
   });
-  auto ctx = std::make_shared<context>(
-    context{cfg, dsn, ep.kafka_brokers, metrics, faults, journal});
+  auto ctx =
+    std::make_shared<context>(context{cfg, dsn, ep.kafka_brokers, metrics,
+                                      faults, journal, std::move(consumers)});
   persistence::require_fixed_setting(ctx->dsn, "relay.shards",
                                      std::to_string(cfg.relay.shards));
   if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)
@@ -222,7 +262,8 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
                      ""}},
                    ctx));
   for (auto& name : cfg.consumer.enabled)
-    top.push_back(sub_supervisor("consumer-" + name, consumer(ctx, name), ctx));
+    top.push_back(
+      sub_supervisor("consumer-" + name, consumer_group(ctx, name), ctx));
   // The root's behaviour is the generic supervisor's; the routes given to
   // its children above are what makes it answer eventforge_actor's
   // messages (tests/integration/embedding_test.cpp asks each of them).

@@ -3,6 +3,7 @@
 #include "actors/chaos.hpp"
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
+#include "consumers/consumer_registry.hpp"
 #include "messages/interfaces.hpp"
 
 #include <chrono>
@@ -40,12 +41,16 @@ void configure_actor_system(caf::actor_system_config& cfg);
 /// `metrics` receives the tree's telemetry (a new registry if null), so the
 /// host can export it. `faults`: the crash decisions (new ones from
 /// cfg.chaos if null); a host that restarts the tree passes the same object
-/// again so a seed's crashes stay the same across the restart. Throws if
-/// the schema cannot be migrated.
-eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
-                       const endpoints& ep,
-                       std::shared_ptr<telemetry> metrics = nullptr,
-                       std::shared_ptr<chaos> faults = nullptr);
+/// again so a seed's crashes stay the same across the restart.
+/// `consumers`: where the names in cfg.consumer.enabled are looked up
+/// (consumer_registry::with_builtins() if null); each enabled consumer's
+/// own migrations are applied before the tree starts. Throws if the schema
+/// cannot be migrated or an enabled consumer is not registered.
+eventforge_actor
+start(caf::actor_system& sys, const config::settings& cfg, const endpoints& ep,
+      std::shared_ptr<telemetry> metrics = nullptr,
+      std::shared_ptr<chaos> faults = nullptr,
+      std::shared_ptr<const consumer_registry> consumers = nullptr);
 
 /// The tree's counters (telemetry series -> value), asked from its root;
 /// empty if the root does not answer within 10 s.

@@ -415,7 +415,8 @@ partition_worker(caf::stateful_actor<partition_worker_state>* self,
                  caf::actor group_member) {
   log_crashes(self, consumer + " partition " + std::to_string(partition));
   auto& st = self->state;
-  st.applier = std::make_unique<persistence::event_applier>(ctx->dsn, consumer);
+  st.applier = std::make_unique<persistence::event_applier>(
+    ctx->dsn, ctx->consumers.at(consumer));
   st.dlq = std::make_unique<dlq_operations>(ctx->dsn, ctx->brokers,
                                             ctx->cfg.kafka.delivery_timeout_ms);
   st.ctx = std::move(ctx);

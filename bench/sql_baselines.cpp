@@ -199,6 +199,7 @@ std::string consumer_script(long seeded_orders, int clients,
                   {3, orders}}));
   s += command(bind(sql::read_orders, {{1, orders}}));
   s += command(bind(sql::order_history, {{1, consumer}, {2, orders}}));
+  s += command(bind(sql::order_effects, {{1, consumer}, {2, orders}}));
   s += command(
     bind(sql::set_statuses, {{1, orders}, {2, "ARRAY[" + statuses + "]"}}));
   s += command(bind(sql::insert_effects, {{1, consumer},

@@ -134,7 +134,7 @@ std::string array_literal(const std::vector<std::string>& names) {
 }
 
 session::session(std::string dsn, preparer prepare)
-    : dsn_(std::move(dsn)), prepare_(prepare) {
+    : dsn_(std::move(dsn)), prepare_(std::move(prepare)) {
   // nop
 }
 

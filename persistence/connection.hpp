@@ -8,6 +8,7 @@
 #include <pqxx/pqxx>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -34,7 +35,7 @@ std::string array_literal(const std::vector<std::string>& names);
 /// broke. Stores own one each; it is not thread-safe.
 class session {
 public:
-  using preparer = void (*)(pqxx::connection&);
+  using preparer = std::function<void(pqxx::connection&)>;
   session(std::string dsn, preparer prepare);
   ~session();
 

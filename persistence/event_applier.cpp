@@ -1,8 +1,10 @@
 #include "persistence/event_applier.hpp"
 
+#include "consumers/consumer_registry.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/lock_classes.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -52,15 +54,6 @@ const char* const sql::insert_effects =
   "amount_cents) SELECT $1, x.e::uuid, x.o::uuid, x.k, x.a FROM "
   "unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) "
   "WITH ORDINALITY AS x(e, o, k, a, i) ORDER BY x.i";
-// In customer order, at the end of the transaction: concurrent batches lock
-// the accounts they share in the same order (no deadlock), and briefly.
-const char* const sql::adjust_balances =
-  "INSERT INTO accounts (customer_id, balance_cents) "
-  "SELECT c, d FROM unnest($1::text[], $2::bigint[]) AS x(c, d) "
-  "ORDER BY c ON CONFLICT (customer_id) DO UPDATE SET "
-  "balance_cents = accounts.balance_cents + EXCLUDED.balance_cents, "
-  "updated_at = clock_timestamp()";
-
 namespace {
 
 void prepare(pqxx::connection& c) {
@@ -71,7 +64,6 @@ void prepare(pqxx::connection& c) {
   c.prepare("order_effects", sql::order_effects);
   c.prepare("set_statuses", sql::set_statuses);
   c.prepare("insert_effects", sql::insert_effects);
-  c.prepare("adjust_balances", sql::adjust_balances);
   c.prepare("unmark", "DELETE FROM processed_events WHERE consumer = $1 AND "
                       "event_id = ANY($2::uuid[])");
   c.prepare("requeue",
@@ -106,57 +98,14 @@ struct history_row {
   bool parked;
 };
 
-/// What the rules read and change of one order during a transaction.
-struct order_state {
+/// What EventForge reads of one order during a transaction, and what the
+/// consumer's rule sees and changes of it.
+struct order_rows {
   bool exists = false; ///< history rows may outlive a missing order's row
-  std::string status;
-  std::string customer_id;
-  std::int64_t total_cents = 0;
-  std::set<std::string> kinds; ///< this consumer's effects (billing)
+  order_state state;
+  std::string read_status; ///< as read, to write back only changes
   std::vector<history_row> history;
-  bool status_changed = false;
 };
-
-struct effect {
-  std::string kind;
-  std::int64_t amount_cents = 0;
-};
-
-/// Balance changes of one transaction, by customer (sorted).
-using balance_deltas = std::map<std::string, std::int64_t>;
-
-effect apply_fulfillment(const order_event& ev, order_state& o) {
-  if (ev.event_type == order_created_type) {
-    if (o.status != "created")
-      return {"fulfill_skipped", 0};
-    o.status = "processed";
-    o.status_changed = true;
-    return {"fulfilled", 0};
-  }
-  o.status = "cancelled";
-  o.status_changed = true;
-  return {"cancelled", 0};
-}
-
-effect apply_billing(const order_event& ev, order_state& o,
-                     balance_deltas& deltas) {
-  auto has = [&](std::initializer_list<const char*> kinds) {
-    for (auto* k : kinds)
-      if (o.kinds.count(k))
-        return true;
-    return false;
-  };
-  if (ev.event_type == order_created_type) {
-    if (has({"refund", "refund_skipped"}))
-      return {"debit_skipped", 0};
-    deltas[o.customer_id] -= o.total_cents;
-    return {"debit", o.total_cents};
-  }
-  if (!has({"debit"}))
-    return {"refund_skipped", 0};
-  deltas[o.customer_id] += o.total_cents;
-  return {"refund", o.total_cents};
-}
 
 void check_type(const order_event& ev) {
   if (ev.event_type != order_created_type &&
@@ -170,8 +119,8 @@ void check_type(const order_event& ev) {
 /// before the first one whose order is missing (that one and the rest are
 /// unmarked: they need retries of their own). Each event gets exactly the
 /// outcome it would get applied alone, after the ones before it.
-std::vector<apply_outcome> apply_in(pqxx::work& w, const std::string& consumer,
-                                    consumer_kind kind,
+std::vector<apply_outcome> apply_in(pqxx::work& w, const consumer& rule,
+                                    const std::string& consumer,
                                     const std::vector<order_event>& input,
                                     const std::vector<delivery_position>& at) {
   auto n = input.size();
@@ -208,21 +157,27 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const std::string& consumer,
   // overlapping worker meanwhile.
   auto list = array_literal(orders);
   w.exec_prepared("lock_orders", consumer_order_lock_class, consumer, list);
-  std::map<std::string, order_state> state;
+  std::map<std::string, order_rows> state;
   for (const auto& row : w.exec_prepared("read_orders", list)) {
     auto& o = state[row[0].as<std::string>()];
     o.exists = true;
-    o.status = row[1].as<std::string>();
-    o.customer_id = row[2].as<std::string>();
-    o.total_cents = row[3].as<std::int64_t>();
+    o.state.id = row[0].as<std::string>();
+    o.state.status = o.read_status = row[1].as<std::string>();
+    o.state.customer_id = row[2].as<std::string>();
+    o.state.total_cents = row[3].as<std::int64_t>();
   }
   for (const auto& row : w.exec_prepared("order_history", consumer, list))
     state[row[0].as<std::string>()].history.push_back(
       {row[1].as<std::int64_t>(), row[2].as<std::string>(), row[3].as<bool>(),
        row[4].as<bool>()});
-  if (kind == consumer_kind::billing)
-    for (const auto& row : w.exec_prepared("order_effects", consumer, list))
-      state[row[0].as<std::string>()].kinds.insert(row[1].as<std::string>());
+  for (const auto& row : w.exec_prepared("order_effects", consumer, list))
+    state[row[0].as<std::string>()].state.effect_kinds.insert(
+      row[1].as<std::string>());
+  auto types = rule.event_types();
+  auto handles = [&](const std::string& type) {
+    return std::find(types.begin(), types.end(), type) != types.end();
+  };
+  auto tx = rule.begin(w);
 
   std::vector<apply_outcome> out;
   std::set<std::string> applied; // events applied earlier in this batch
@@ -230,7 +185,6 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const std::string& consumer,
   std::vector<std::int64_t> requeue_seqs;
   std::vector<std::string> fx_events, fx_orders, fx_kinds;
   std::vector<std::int64_t> fx_amounts;
-  balance_deltas deltas;
   size_t i = 0;
   for (; i < n; ++i) {
     if (!first[i]) {
@@ -262,10 +216,11 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const std::string& consumer,
       out.push_back(apply_outcome::deferred);
       continue;
     }
-    auto e = kind == consumer_kind::fulfillment
-               ? apply_fulfillment(input[i], o)
-               : apply_billing(input[i], o, deltas);
-    o.kinds.insert(e.kind);
+    // An event of a type the consumer does not handle is marked all the
+    // same, so it is never applied later, and recorded as ignored.
+    auto e = handles(input[i].event_type) ? tx->apply(input[i], o.state)
+                                          : effect{"ignored", 0};
+    o.state.effect_kinds.insert(e.kind);
     fx_events.push_back(ev_ids[i]);
     fx_orders.push_back(order_ids[i]);
     fx_kinds.push_back(e.kind);
@@ -277,11 +232,12 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const std::string& consumer,
     if (first[i])
       unmark.push_back(ev_ids[i]);
 
+  tx->finish();
   std::vector<std::string> status_orders, statuses;
   for (auto& [id, o] : state)
-    if (o.status_changed) {
+    if (o.exists && o.state.status != o.read_status) {
       status_orders.push_back(id);
-      statuses.push_back(o.status);
+      statuses.push_back(o.state.status);
     }
   if (!status_orders.empty())
     w.exec_prepared("set_statuses", array_literal(status_orders),
@@ -290,16 +246,6 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const std::string& consumer,
     w.exec_prepared("insert_effects", consumer, array_literal(fx_events),
                     array_literal(fx_orders), array_literal(fx_kinds),
                     array_literal(fx_amounts));
-  if (!deltas.empty()) {
-    std::vector<std::string> customers;
-    std::vector<std::int64_t> amounts;
-    for (auto& [customer, delta] : deltas) {
-      customers.push_back(customer);
-      amounts.push_back(delta);
-    }
-    w.exec_prepared("adjust_balances", array_literal(customers),
-                    array_literal(amounts));
-  }
   if (!unmark.empty())
     w.exec_prepared("unmark", consumer, array_literal(unmark));
   if (!requeue_events.empty())
@@ -324,17 +270,30 @@ const char* to_string(apply_outcome x) {
   return "unknown";
 }
 
-consumer_kind event_applier::kind_of(const std::string& consumer) {
-  if (consumer == "fulfillment")
-    return consumer_kind::fulfillment;
-  if (consumer == "billing")
-    return consumer_kind::billing;
-  throw std::invalid_argument("unknown consumer: " + consumer);
+namespace {
+
+consumer_ptr builtin(const std::string& name) {
+  static const auto builtins = consumer_registry::with_builtins();
+  if (auto c = builtins.find(name))
+    return c;
+  throw std::invalid_argument("no built-in consumer \"" + name + "\"");
 }
 
-event_applier::event_applier(std::string dsn, std::string consumer)
-    : db_(std::make_unique<session>(std::move(dsn), prepare)),
-      consumer_(std::move(consumer)), kind_(kind_of(consumer_)) {
+} // namespace
+
+event_applier::event_applier(std::string dsn, consumer_ptr consumer)
+    : consumer_(std::move(consumer)), name_(consumer_->name()),
+      db_(std::make_unique<session>(std::move(dsn),
+                                    [rule = consumer_](pqxx::connection& c) {
+                                      prepare(c);
+                                      rule->prepare(c);
+                                    })) {
+  // nop
+}
+
+event_applier::event_applier(std::string dsn,
+                             const std::string& builtin_consumer)
+    : event_applier(std::move(dsn), builtin(builtin_consumer)) {
   // nop
 }
 
@@ -348,7 +307,7 @@ apply_outcome event_applier::apply(const order_event& ev,
   // next apply().
   return db_->run([&](pqxx::connection& c) {
     pqxx::work w(c);
-    auto out = apply_in(w, consumer_, kind_, {ev}, {at});
+    auto out = apply_in(w, *consumer_, name_, {ev}, {at});
     auto outcome = out.empty() ? apply_outcome::order_missing : out.front();
     if (outcome == apply_outcome::applied && before_commit)
       before_commit();
@@ -367,7 +326,7 @@ event_applier::apply_batch(const std::vector<order_event>& evs,
     check_type(ev);
   return db_->run([&](pqxx::connection& c) {
     pqxx::work w(c);
-    auto out = apply_in(w, consumer_, kind_, evs, at);
+    auto out = apply_in(w, *consumer_, name_, evs, at);
     if (before_commit)
       before_commit();
     w.commit();

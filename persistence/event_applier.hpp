@@ -1,5 +1,6 @@
 #pragma once
 
+#include "consumers/consumer.hpp"
 #include "messages/events.hpp"
 
 #include <functional>
@@ -33,8 +34,6 @@ extern const char* const order_effects;
 extern const char* const set_statuses;
 /// $1 consumer, $2 event IDs, $3 order IDs, $4 kinds, $5 amounts.
 extern const char* const insert_effects;
-/// $1 customers, $2 balance changes.
-extern const char* const adjust_balances;
 } // namespace sql
 
 /// What applying one delivery did.
@@ -55,34 +54,23 @@ enum class apply_outcome {
 
 const char* to_string(apply_outcome x);
 
-/// The business rules of the two consumers. Each is applied inside the
-/// idempotent transaction; every applied event appends exactly one
-/// business_effects row, whose `kind` says what the rule did.
-///
-/// fulfillment
-///   OrderCreated:   created -> processed ("fulfilled"); if the order is
-///                   already cancelled, nothing moves ("fulfill_skipped").
-///   OrderCancelled: any status -> cancelled ("cancelled").
-/// billing
-///   OrderCreated:   debit the customer's account by the total ("debit"),
-///                   unless this consumer already applied the order's cancel
-///                   ("debit_skipped", amount 0).
-///   OrderCancelled: refund the total if this consumer debited it ("refund"),
-///                   else nothing moves ("refund_skipped", amount 0): a
-///                   cancel seen before its order never creates money.
-enum class consumer_kind { fulfillment, billing };
-
-/// Applies events for one consumer in the idempotent transaction:
+/// Applies events for one consumer (consumers/consumer.hpp) in the
+/// idempotent transaction:
 ///   INSERT (consumer, event_id) ON CONFLICT DO NOTHING; only if inserted,
 ///   and only if every earlier event of the order was applied (or parked)
 ///   by this consumer, run the consumer's rule and append one
-///   business_effects row; commit. The statements are set-based: the rules
-///   run in C++ over rows read once per transaction, in offset order, with
-///   exactly the outcomes of applying the events one after another.
+///   business_effects row; commit. EventForge's statements are set-based:
+///   the rules run in C++ over rows read once per transaction, in offset
+///   order, with exactly the outcomes of applying the events one after
+///   another.
 /// One instance per partition actor (owns one connection). Throws db_error.
 class event_applier {
 public:
-  event_applier(std::string dsn, std::string consumer);
+  event_applier(std::string dsn, consumer_ptr consumer);
+
+  /// A built-in consumer (fulfillment, billing) by name; throws
+  /// std::invalid_argument if there is none of that name.
+  event_applier(std::string dsn, const std::string& builtin_consumer);
   ~event_applier();
 
   /// `before_commit` runs inside the transaction after the business change,
@@ -104,15 +92,12 @@ public:
               const std::vector<delivery_position>& at = {},
               const std::function<void()>& before_commit = {});
 
-  const std::string& consumer() const { return consumer_; }
-
-  /// Parses a consumer name; throws std::invalid_argument if unknown.
-  static consumer_kind kind_of(const std::string& consumer);
+  const std::string& consumer() const { return name_; }
 
 private:
+  consumer_ptr consumer_;
+  std::string name_;
   std::unique_ptr<session> db_;
-  std::string consumer_;
-  consumer_kind kind_;
 };
 
 } // namespace ef::persistence

@@ -257,6 +257,45 @@ CREATE INDEX recovery_journal_by_event ON recovery_journal (event_id);
 CREATE INDEX recovery_journal_at ON recovery_journal (at);
 )sql";
 
+constexpr const char* v7_consumer_migrations = R"sql(
+CREATE TABLE consumer_migrations (
+  consumer   text NOT NULL,
+  version    int NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (consumer, version)
+);
+)sql";
+
+/// Applies each of `steps` not yet recorded, in order, each in its own
+/// transaction under the migration lock: `recorded` says whether a
+/// version is done, `record` notes it. Returns the versions applied.
+template <class Recorded, class Record>
+std::vector<int> apply_steps(const std::string& dsn,
+                             const std::vector<migration>& steps,
+                             Recorded recorded, Record record) {
+  std::vector<int> applied;
+  try {
+    auto conn = open_connection(dsn);
+    for (auto& m : steps) {
+      pqxx::work w(*conn);
+      w.exec_params("SELECT pg_advisory_xact_lock($1, 0)",
+                    migration_lock_class);
+      w.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
+             " version int PRIMARY KEY, name text NOT NULL,"
+             " applied_at timestamptz NOT NULL DEFAULT now())");
+      if (recorded(w, m))
+        continue; // the transaction rolls back; nothing to apply
+      w.exec(m.sql);
+      record(w, m);
+      w.commit();
+      applied.push_back(m.version);
+    }
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+  return applied;
+}
+
 } // namespace
 
 const std::vector<migration>& migrations() {
@@ -270,36 +309,47 @@ const std::vector<migration>& migrations() {
      v5_claim_index},
     {6, "recovery journal and the position of each applied copy",
      v6_recovery_journal},
+    {7, "consumers' own migrations, recorded by consumer",
+     v7_consumer_migrations},
   };
   return all;
 }
 
 std::vector<int> migrate(const std::string& dsn) {
-  std::vector<int> applied;
-  try {
-    auto conn = open_connection(dsn);
-    for (auto& m : migrations()) {
-      pqxx::work w(*conn);
-      w.exec_params("SELECT pg_advisory_xact_lock($1, 0)",
-                    migration_lock_class);
-      w.exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
-             " version int PRIMARY KEY, name text NOT NULL,"
-             " applied_at timestamptz NOT NULL DEFAULT now())");
-      auto done = w.exec_params(
-        "SELECT 1 FROM schema_migrations WHERE version = $1", m.version);
-      if (!done.empty())
-        continue; // the transaction rolls back; nothing to apply
-      w.exec(m.sql);
+  return apply_steps(
+    dsn, migrations(),
+    [](pqxx::work& w, const migration& m) {
+      return !w.exec_params(
+                 "SELECT 1 FROM schema_migrations WHERE version = $1",
+                 m.version)
+                .empty();
+    },
+    [](pqxx::work& w, const migration& m) {
       w.exec_params("INSERT INTO schema_migrations (version, name) "
                     "VALUES ($1, $2)",
                     m.version, m.name);
-      w.commit();
-      applied.push_back(m.version);
-    }
-  } catch (...) {
-    rethrow_as_db_error();
-  }
-  return applied;
+    });
+}
+
+std::vector<int> migrate_consumer(const std::string& dsn,
+                                  const std::string& consumer,
+                                  const std::vector<std::string>& sql) {
+  std::vector<migration> steps;
+  for (size_t i = 0; i < sql.size(); ++i)
+    steps.push_back({static_cast<int>(i + 1), consumer, sql[i]});
+  return apply_steps(
+    dsn, steps,
+    [&](pqxx::work& w, const migration& m) {
+      return !w.exec_params("SELECT 1 FROM consumer_migrations WHERE "
+                            "consumer = $1 AND version = $2",
+                            consumer, m.version)
+                .empty();
+    },
+    [&](pqxx::work& w, const migration& m) {
+      w.exec_params("INSERT INTO consumer_migrations (consumer, version) "
+                    "VALUES ($1, $2)",
+                    consumer, m.version);
+    });
 }
 
 } // namespace ef::persistence

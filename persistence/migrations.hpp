@@ -21,4 +21,12 @@ const std::vector<migration>& migrations();
 /// Returns the versions it applied; throws db_error.
 std::vector<int> migrate(const std::string& dsn);
 
+/// Applies a consumer's own migrations (consumer::migrations(); version =
+/// position + 1) not yet recorded in consumer_migrations for `consumer`,
+/// under the same lock. Needs the core schema (migrate() first). Returns
+/// the versions it applied; throws db_error.
+std::vector<int> migrate_consumer(const std::string& dsn,
+                                  const std::string& consumer,
+                                  const std::vector<std::string>& sql);
+
 } // namespace ef::persistence

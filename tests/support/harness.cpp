@@ -88,13 +88,14 @@ bool wait_until(const std::function<bool()>& pred,
   }
 }
 
-tree::tree(const config::settings& cfg, const endpoints& ep) {
+tree::tree(const config::settings& cfg, const endpoints& ep,
+           std::shared_ptr<const consumer_registry> consumers) {
   spdlog::set_level(spdlog::level::from_str(cfg.log.level));
   configure_actor_system(caf_cfg_);
   sys_ = std::make_unique<caf::actor_system>(caf_cfg_);
   metrics_ = std::make_shared<telemetry>();
   auto faults = std::make_shared<chaos>(cfg.chaos, metrics_);
-  root_ = ef::start(*sys_, cfg, ep, metrics_, faults);
+  root_ = ef::start(*sys_, cfg, ep, metrics_, faults, std::move(consumers));
   http_ = std::make_unique<app::http_frontend>(*sys_, root_, cfg, metrics_, ep,
                                                faults);
   http_->start();

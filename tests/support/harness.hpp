@@ -62,7 +62,10 @@ bool wait_until(const std::function<bool()>& pred,
 /// The whole EventForge tree plus HTTP API, in this process.
 class tree {
 public:
-  tree(const config::settings& cfg, const endpoints& ep);
+  /// `consumers`: where cfg.consumer.enabled is looked up (the built-in
+  /// ones if null).
+  tree(const config::settings& cfg, const endpoints& ep,
+       std::shared_ptr<const consumer_registry> consumers = nullptr);
   ~tree();
   caf::actor_system& system() { return *sys_; }
   eventforge_actor root() const { return root_; }
