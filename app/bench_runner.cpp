@@ -274,7 +274,8 @@ double ratio(double a, double b) {
 
 } // namespace
 
-int run_bench(const config::settings& cfg_in, const bench_plan& plan) {
+int run_bench(const config::settings& cfg_in, const bench_plan& plan,
+              caf::actor_system_config& caf_cfg) {
   auto cfg = cfg_in;
   auto started = clock::now();
   runtime rt(cfg);
@@ -305,7 +306,6 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan) {
     {"relay_rows_per_s", base.relay.tps * cfg.relay.batch_size},
     {"relay_clients", base.relay_clients}};
 
-  caf::actor_system_config caf_cfg;
   configure_actor_system(caf_cfg);
   caf::actor_system sys{caf_cfg};
   auto registry = std::make_shared<telemetry>();
@@ -484,6 +484,11 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan) {
   if (!v.ok())
     std::cout << to_text(v, 20);
   return v.ok() && (plan.backlog == 0 || bl.drained) ? 0 : 1;
+}
+
+int run_bench(const config::settings& cfg, const bench_plan& plan) {
+  caf::actor_system_config caf_cfg;
+  return run_bench(cfg, plan, caf_cfg);
 }
 
 } // namespace ef::app

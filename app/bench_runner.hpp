@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+namespace caf {
+class actor_system_config;
+}
+
 namespace ef::app {
 
 /// What `eventforge bench` measures; every phase runs in the same process
@@ -26,7 +30,13 @@ struct bench_plan {
 
 /// Runs every phase, prints the figures and their ratios, writes the report.
 /// Returns 0 when the verifier found nothing lost or doubled, 1 otherwise,
-/// 2 when the bench could not run.
+/// 2 when the bench could not run. The actor system is created from
+/// `caf_cfg` (the parsed INI file and command line, so their [scheduler]
+/// options apply); it must not have created one before.
+int run_bench(const config::settings& cfg, const bench_plan& plan,
+              caf::actor_system_config& caf_cfg);
+
+/// The same on CAF's defaults (tests, and hosts without a CAF configuration).
 int run_bench(const config::settings& cfg, const bench_plan& plan);
 
 } // namespace ef::app

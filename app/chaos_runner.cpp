@@ -139,7 +139,8 @@ void drive(const std::string& url, const config::settings& cfg,
 
 } // namespace
 
-int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
+int run_chaos(const config::settings& cfg, const chaos_plan& plan,
+              caf::actor_system_config& caf_cfg) {
   auto started = clock::now();
   runtime rt(cfg);
   if ((plan.broker_restarts > 0 || plan.backlog_past_retention) &&
@@ -149,7 +150,6 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
               << std::endl;
     return 2;
   }
-  caf::actor_system_config caf_cfg;
   configure_actor_system(caf_cfg);
   caf::actor_system sys{caf_cfg};
   auto registry = std::make_shared<telemetry>();
@@ -332,6 +332,11 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
   if (!plan.report_file.empty())
     std::ofstream(plan.report_file) << report.dump(2) << "\n";
   return ok ? 0 : 1;
+}
+
+int run_chaos(const config::settings& cfg, const chaos_plan& plan) {
+  caf::actor_system_config caf_cfg;
+  return run_chaos(cfg, plan, caf_cfg);
 }
 
 } // namespace ef::app

@@ -4,6 +4,10 @@
 
 #include <string>
 
+namespace caf {
+class actor_system_config;
+}
+
 namespace ef::app {
 
 /// Parameters of one chaos run (beyond the config keys, which choose the
@@ -28,7 +32,13 @@ struct chaos_plan {
 /// Starts the whole system (embedded or configured services), drives the
 /// orders through the real HTTP API while crash points fire, waits for
 /// quiescence, runs the verifier and prints a report. Returns the process
-/// exit status: 0 only if every invariant holds.
+/// exit status: 0 only if every invariant holds. The actor system is created
+/// from `caf_cfg` (the parsed INI file and command line, so their
+/// [scheduler] options apply); it must not have created one before.
+int run_chaos(const config::settings& cfg, const chaos_plan& plan,
+              caf::actor_system_config& caf_cfg);
+
+/// The same on CAF's defaults (tests, and hosts without a CAF configuration).
 int run_chaos(const config::settings& cfg, const chaos_plan& plan);
 
 } // namespace ef::app

@@ -65,12 +65,15 @@ void setup_logging(const settings& cfg) {
     ef::event_log::use_json_format();
 }
 
-int serve(const settings& cfg) {
+/// `caf_cfg`: the parsed INI file and command line, so that their CAF
+/// options ([scheduler], [logger], ...) apply to the actor system.
+int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
   auto signals = block_shutdown_signals();
   ef::app::runtime rt(cfg);
-  caf::actor_system_config caf_cfg;
   ef::configure_actor_system(caf_cfg);
   caf::actor_system sys{caf_cfg};
+  spdlog::info("actor system: {} scheduler threads",
+               sys.scheduler().num_workers());
   auto metrics = std::make_shared<ef::telemetry>();
   // Shared with the HTTP front: the recovery page's scenarios arm them.
   auto faults = std::make_shared<ef::chaos>(cfg.chaos, metrics);
@@ -321,33 +324,40 @@ int main(int argc, char** argv) {
   CLI::App app{"EventForge: transactional outbox, Kafka and idempotent "
                "consumers on a supervised actor system"};
   app.require_subcommand(1);
+  using ef::app::configuration;
   struct command {
     CLI::App* sub;
     std::unique_ptr<ef::app::config_options> opts;
-    std::function<int(const settings&)> run;
+    std::function<int(configuration&)> run;
   };
   std::vector<command> commands;
   auto add = [&](const char* name, const char* help,
-                 std::function<int(const settings&)> run) {
+                 std::function<int(configuration&)> run) {
     auto* sub = app.add_subcommand(name, help);
     commands.push_back(
       {sub, std::make_unique<ef::app::config_options>(*sub), std::move(run)});
     return sub;
   };
-  add("serve", "run API, relay shards and consumers", serve);
+  // The commands that create no actor system need the settings alone.
+  auto settings_only = [](int (*run)(const settings&)) {
+    return [run](configuration& c) { return run(c.settings); };
+  };
+  add("serve", "run API, relay shards and consumers",
+      [](configuration& c) { return serve(c.settings, c.caf); });
   add("broker",
       "run an in-process Kafka-protocol broker and print its "
       "bootstrap servers",
-      broker);
-  add("migrate", "apply pending schema migrations and exit", migrate);
+      settings_only(broker));
+  add("migrate", "apply pending schema migrations and exit",
+      settings_only(migrate));
   add("verify", "check invariants I1-I5 of a system from durable state",
-      verify_command);
+      settings_only(verify_command));
   add("status", "one screen for operators: outbox, relay owners, lag, DLQ",
-      status_command);
+      settings_only(status_command));
   dlq_args dlq;
   auto* dlq_sub =
     add("dlq", "list, show, replay or discard DLQ entries",
-        [&](const settings& cfg) { return dlq_command_line(cfg, dlq); });
+        [&](configuration& c) { return dlq_command_line(c.settings, dlq); });
   dlq_sub->add_option("action", dlq.action, "list, show, replay or discard")
     ->required();
   dlq_sub->add_option("id", dlq.id, "DLQ entry id (show, replay, discard)");
@@ -362,7 +372,7 @@ int main(int argc, char** argv) {
     add("republish",
         "publish again sent events that consumers have not applied (e.g. lost "
         "by the broker); audited",
-        [&](const settings& cfg) { return republish_command(cfg, rep); });
+        [&](configuration& c) { return republish_command(c.settings, rep); });
   rep_sub->add_option("--consumer", rep.consumers,
                       "only events this consumer has not applied (repeat; "
                       "default: every enabled consumer)");
@@ -380,7 +390,8 @@ int main(int argc, char** argv) {
   std::optional<double> rate;
   auto* chaos =
     add("chaos", "run the whole system under injected crashes, verify, report",
-        [&](settings cfg) {
+        [&](configuration& c) {
+          settings cfg = c.settings;
           // Without explicit choices every crash point is on but the DLQ's,
           // which only a parked record reaches (chaos places valid orders).
           if (cfg.chaos.points.empty())
@@ -396,7 +407,7 @@ int main(int argc, char** argv) {
             cfg.chaos.rate = 0.01;
           if (cfg.http.port == 8080)
             cfg.http.port = 0; // never collide with a running serve
-          return ef::app::run_chaos(cfg, plan);
+          return ef::app::run_chaos(cfg, plan, c.caf);
         });
   chaos->add_option("--orders", plan.orders, "orders to place over HTTP")
     ->check(CLI::Range(0, 10000000));
@@ -431,10 +442,11 @@ int main(int argc, char** argv) {
     add("bench",
         "measure throughput, latency and a backlog drain against pgbench "
         "baselines of the same SQL; verify; report",
-        [&](settings cfg) {
+        [&](configuration& c) {
+          settings cfg = c.settings;
           if (cfg.http.port == 8080)
             cfg.http.port = 0; // never collide with a running serve
-          return ef::app::run_bench(cfg, bench);
+          return ef::app::run_bench(cfg, bench, c.caf);
         });
   bench_sub
     ->add_option("--seconds", bench.seconds,
@@ -492,13 +504,13 @@ int main(int argc, char** argv) {
   for (auto& c : commands) {
     if (!c.sub->parsed())
       continue;
-    settings cfg;
+    configuration cfg;
     std::string error;
     if (!c.opts->resolve(cfg, error)) {
       std::cerr << "eventforge: " << error << std::endl;
       return 2;
     }
-    setup_logging(cfg);
+    setup_logging(cfg.settings);
     try {
       return c.run(cfg);
     } catch (const std::exception& e) {

@@ -39,6 +39,7 @@ option int_opt(std::string key, field_ref<Int> field, std::int64_t lo,
   option o;
   o.key = std::move(key);
   o.description = std::move(description);
+  o.type = value_type::integer;
   o.apply = [field, lo, hi](settings& s, const std::string& v) {
     std::int64_t parsed = 0;
     if (auto err = parse_int(v, lo, hi, parsed))
@@ -98,26 +99,25 @@ std::optional<std::string> topic_name(const std::string& v) {
   return std::nullopt;
 }
 
-/// A comma-separated list whose every element must be in `known`.
+using name_check =
+  std::function<std::optional<std::string>(const std::string&)>;
+
+/// A comma-separated list of names, each accepted by `check`, none twice.
+/// Empty entries are skipped, so "" is the empty list.
 option list_opt(std::string key, field_ref<std::vector<std::string>> field,
-                std::vector<std::string> known, std::string description) {
+                name_check check, std::string description) {
   option o;
   o.key = key;
   o.description = std::move(description);
-  o.apply = [field, known, key](settings& s, const std::string& v) {
+  o.apply = [field, check](settings& s, const std::string& v) {
     std::vector<std::string> names;
     std::stringstream in(v);
     std::string name;
     while (std::getline(in, name, ',')) {
       if (name.empty())
         continue;
-      if (std::find(known.begin(), known.end(), name) == known.end()) {
-        std::string all;
-        for (auto& k : known)
-          all += (all.empty() ? "" : ", ") + k;
-        return std::optional<std::string>{"unknown name \"" + name +
-                                          "\" (known: " + all + ")"};
-      }
+      if (auto err = check(name))
+        return err;
       if (std::find(names.begin(), names.end(), name) != names.end())
         return std::optional<std::string>{"\"" + name + "\" listed twice"};
       names.push_back(name);
@@ -134,11 +134,35 @@ option list_opt(std::string key, field_ref<std::vector<std::string>> field,
   return o;
 }
 
+/// A name from a fixed set (chaos.points: the crash points that exist).
+name_check one_of(std::vector<std::string> known) {
+  return [known](const std::string& name) -> std::optional<std::string> {
+    if (std::find(known.begin(), known.end(), name) != known.end())
+      return std::nullopt;
+    std::string all;
+    for (auto& k : known)
+      all += (all.empty() ? "" : ", ") + k;
+    return "unknown name \"" + name + "\" (known: " + all + ")";
+  };
+}
+
+/// A well-formed consumer name. Which names exist is not known here: a host
+/// registers its own consumers, and ef::start refuses an unregistered one.
+std::optional<std::string> consumer_name(const std::string& name) {
+  for (char c : name)
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
+      return "invalid name \"" + name +
+             "\" (use lowercase letters, digits, '_' and '-')";
+  return std::nullopt;
+}
+
 option probability_opt(std::string key, field_ref<double> field,
                        std::string description) {
   option o;
   o.key = std::move(key);
   o.description = std::move(description);
+  o.type = value_type::real;
   o.apply = [field](settings& s, const std::string& v) {
     errno = 0;
     char* end = nullptr;
@@ -164,6 +188,7 @@ option bool_opt(std::string key, field_ref<bool> field,
   option o;
   o.key = std::move(key);
   o.description = std::move(description);
+  o.type = value_type::boolean;
   o.apply = [field](settings& s, const std::string& v) {
     if (v != "true" && v != "false")
       return std::optional<std::string>{"must be true or false, got \"" + v +
@@ -334,8 +359,9 @@ std::vector<option> make_options() {
   v.push_back(list_opt(
     "consumer.enabled",
     [](settings& s) -> std::vector<std::string>& { return s.consumer.enabled; },
-    {"fulfillment", "billing"},
-    "comma-separated consumers to run: fulfillment, billing"));
+    consumer_name,
+    "comma-separated names of the consumers to run (built in: fulfillment, "
+    "billing; a host may register its own)"));
   v.push_back(int_opt<int>(
     "consumer.max-in-flight",
     [](settings& s) -> int& { return s.consumer.max_in_flight; }, 1, 100000,
@@ -398,7 +424,7 @@ std::vector<option> make_options() {
   v.push_back(list_opt(
     "chaos.points",
     [](settings& s) -> std::vector<std::string>& { return s.chaos.points; },
-    {crash_point_names.begin(), crash_point_names.end()},
+    one_of({crash_point_names.begin(), crash_point_names.end()}),
     "crash points to enable (comma-separated); empty: chaos off"));
   v.push_back(probability_opt(
     "chaos.rate", [](settings& s) -> double& { return s.chaos.rate; },
@@ -440,27 +466,44 @@ const std::vector<option>& options() {
   return table;
 }
 
+const option* find_option(const std::string& key) {
+  auto& table = options();
+  auto i = std::find_if(table.begin(), table.end(),
+                        [&](const option& o) { return o.key == key; });
+  return i == table.end() ? nullptr : &*i;
+}
+
+namespace {
+
+/// Stores one value in `s`, or says why not, naming the key.
+std::optional<std::string> apply_value(settings& s, const std::string& key,
+                                       const std::string& value) {
+  auto* o = find_option(key);
+  if (o == nullptr)
+    return "unknown config key \"" + key + "\"";
+  if (auto err = o->apply(s, value))
+    return "invalid value for " + key + ": " + *err;
+  return std::nullopt;
+}
+
+} // namespace
+
 build_result build_settings(const raw_values& values) {
   build_result r;
-  for (auto& entry : values) {
-    // Named, not a structured binding: C++17 lambdas cannot capture those.
-    const auto& key = entry.first;
-    const auto& value = entry.second;
-    auto& table = options();
-    auto i = std::find_if(table.begin(), table.end(),
-                          [&](const option& o) { return o.key == key; });
-    if (i == table.end()) {
-      r.error = "unknown config key \"" + key + "\"";
+  for (auto& [key, value] : values)
+    if (auto err = apply_value(r.value, key, value)) {
+      r.error = *err;
       return r;
     }
-    if (auto err = i->apply(r.value, value)) {
-      r.error = "invalid value for " + key + ": " + *err;
-      return r;
-    }
-  }
   if (auto err = validate(r.value))
     r.error = *err;
   return r;
+}
+
+std::optional<std::string> check_value(const std::string& key,
+                                       const std::string& value) {
+  settings scratch;
+  return apply_value(scratch, key, value);
 }
 
 std::optional<std::string> validate(const settings& s) {

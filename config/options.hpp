@@ -10,11 +10,18 @@
 
 namespace ef::config {
 
+/// The type a key is declared with on CAF's option set, so that CAF's INI
+/// and command-line parsers read it as such. Lists (consumer.enabled,
+/// chaos.points) are text, comma-separated: `--consumer.enabled=a,b` works
+/// on a command line, where CAF's list syntax would need brackets and quotes.
+enum class value_type { integer, real, boolean, text };
+
 /// One configuration key: its name, default, meaning and how a textual value
 /// is validated and stored. The single list of these is the config reference.
 struct option {
   std::string key;         ///< "section.name", as in the INI file and CLI
   std::string description; ///< one line for --help and docs/config.md
+  value_type type = value_type::text; ///< how CAF declares and parses it
   /// Parses and validates `value` into `s`; returns an error text on failure.
   std::function<std::optional<std::string>(settings& s,
                                            const std::string& value)>
@@ -37,6 +44,14 @@ struct build_result {
   bool ok() const { return error.empty(); }
 };
 build_result build_settings(const raw_values& values);
+
+/// Checks one key and value as build_settings() would, without the checks
+/// across keys: the same message naming the key, or nothing if it is fine.
+std::optional<std::string> check_value(const std::string& key,
+                                       const std::string& value);
+
+/// The option table's entry for `key`, or null.
+const option* find_option(const std::string& key);
 
 /// The dead-letter topic: kafka.dlq-topic, or "<kafka.topic>.dlq".
 inline std::string dlq_topic_of(const settings& s) {

@@ -101,6 +101,9 @@ TEST_CASE("bad_command_lines_and_config_files_stop_start_up_naming_the_key_"
   auto unknown_ini = write("unknown.ini", "[kafka]\npartitons=3\n");
   auto invalid_ini = write("invalid.ini", "[relay]\nshards=-1\n");
   auto unquoted_ini = write("unquoted.ini", "[kafka]\nbrokers=a:1\n");
+  // CAF would drop this value and keep the default; EventForge refuses it.
+  auto mistyped_ini = write("mistyped.ini", "[api]\nworkers=\"abc\"\n");
+  auto hash_ini = write("hash.ini", "[relay]\nshards=2 # comment\n");
   for (auto& b : std::vector<bad>{
          {"serve --kafka.partitons=3", "--kafka.partitons"},
          {"serve --relay.shards=0", "relay.shards"},
@@ -108,6 +111,9 @@ TEST_CASE("bad_command_lines_and_config_files_stop_start_up_naming_the_key_"
          {"serve --config-file=" + unknown_ini, "kafka.partitons"},
          {"serve --config-file=" + invalid_ini, "relay.shards"},
          {"serve --config-file=" + unquoted_ini, "kafka.brokers"},
+         {"serve --config-file=" + mistyped_ini, "api.workers"},
+         {"serve --config-file=" + hash_ini, "hash.ini:2:"},
+         {"serve --scheduler.max-threads=many", "--scheduler.max-threads"},
          {"serve --config-file=" + dir.path + "/missing.ini", "missing.ini"},
          {"frobnicate", "frobnicate"},
          {"", "subcommand is required"},
@@ -123,4 +129,41 @@ TEST_CASE("bad_command_lines_and_config_files_stop_start_up_naming_the_key_"
   auto [code, help] = test::run_command(bin + " serve --help");
   CHECK(code == 0);
   CHECK(help.find("--relay.shards") != std::string::npos);
+}
+
+TEST_CASE("one_config_file_sets_a_caf_scheduler_option_and_eventforge_options_"
+          "of_serve") {
+  test::database db;
+  test::temp_dir dir;
+  test::broker_process broker(dir.path + "/broker.log");
+  auto brokers = broker.brokers();
+  REQUIRE_FALSE(brokers.empty());
+  // CAF's default is max(cores, 4) scheduler threads: 3 comes from the file.
+  auto ini = dir.path + "/serve.ini";
+  std::ofstream(ini) << "[scheduler]\nmax-threads=3\n\n"
+                        "[http]\nport=0\n\n"
+                        "[kafka]\nsession-timeout-ms=6000\n"
+                        "fetch-wait-max-ms=20\n\n"
+                        "[log]\nlevel=\"info\"\nformat=\"json\"\n";
+  auto log = dir.path + "/serve.log";
+  {
+    test::child_process serve(
+      {test::eventforge_binary(), "serve", "--config-file=" + ini,
+       "--database.url=" + db.dsn(), "--kafka.brokers=" + brokers},
+      log);
+    auto url = test::ready_field(serve.await_line("ready"), "http");
+    REQUIRE_FALSE(url.empty());
+    CHECK(url.find(":8080") == std::string::npos); // http.port=0
+    serve.signal(SIGTERM);
+    CHECK(serve.wait() == 0);
+  }
+  // The scheduler line, in the file's log format.
+  std::ifstream in(log);
+  std::string line, found;
+  while (std::getline(in, line))
+    if (line.find("actor system: ") != std::string::npos)
+      found = line;
+  INFO(found);
+  CHECK(found.rfind("{\"ts\":", 0) == 0);
+  CHECK(found.find("actor system: 3 scheduler threads") != std::string::npos);
 }

@@ -1,9 +1,42 @@
-#include "config/ini_parser.hpp"
+#include "app/cli.hpp"
+#include "config/caf_options.hpp"
 #include "config/options.hpp"
+#include "config/reference.hpp"
+#include "tests/support/harness.hpp"
 
+#include <caf/all.hpp>
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 using namespace ef::config;
+
+namespace {
+
+/// Writes `text` to a file in `dir` and returns its path.
+std::string write_file(const ef::test::temp_dir& dir, const std::string& name,
+                       const std::string& text) {
+  auto path = dir.path + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+/// `eventforge serve ARGS` as main() resolves it: CLI11, then CAF, then the
+/// option table. Returns the error ("" on success).
+std::string resolve_serve(const std::string& args,
+                          ef::app::configuration& out) {
+  CLI::App app;
+  auto* serve = app.add_subcommand("serve");
+  ef::app::config_options opts(*serve);
+  app.parse("serve " + args);
+  std::string error;
+  opts.resolve(out, error);
+  return error;
+}
+
+} // namespace
 
 TEST_CASE("defaults_build_without_any_value") {
   auto r = build_settings({});
@@ -15,18 +48,123 @@ TEST_CASE("defaults_build_without_any_value") {
   CHECK(r.value.kafka.brokers.empty());
 }
 
-TEST_CASE("ini_values_are_typed_and_later_values_win") {
-  auto ini = parse_ini("; comment\n[kafka]\nbrokers=\"a:1,b:2\"\npartitions=12"
-                       "\n\n[relay]\nshards = 8 # trailing\n",
-                       "test.ini");
-  REQUIRE(ini.ok());
-  auto values = ini.values;
-  values.emplace_back("relay.shards", "2"); // the command line comes last
-  auto r = build_settings(values);
+TEST_CASE("one_ini_file_sets_a_caf_scheduler_option_and_an_eventforge_option_"
+          "and_both_take_effect") {
+  ef::test::temp_dir dir;
+  // CAF's default is max(cores, 4) workers, so 3 can only come from the file.
+  auto path = write_file(dir, "both.ini",
+                         "[scheduler]\nmax-threads=3\n\n[api]\nworkers=5\n");
+  ef::config::actor_system_config cfg;
+  REQUIRE_FALSE(cfg.parse({}, path.c_str()));
+  auto r = read_settings(cfg, path);
+  INFO(r.error);
   REQUIRE(r.ok());
-  CHECK(r.value.kafka.brokers == "a:1,b:2");
-  CHECK(r.value.kafka.partitions == 12);
-  CHECK(r.value.relay.shards == 2);
+  CHECK(r.value.api.workers == 5);
+  caf::actor_system sys{cfg};
+  CHECK(sys.scheduler().num_workers() == 3);
+}
+
+TEST_CASE("eventforge_resolves_file_then_command_line_through_caf") {
+  ef::test::temp_dir dir;
+  auto path = write_file(dir, "f.ini",
+                         "; comment\n[kafka]\nbrokers=\"a:1,b:2\"\n"
+                         "partitions=12\n\n[relay]\nshards = 8 ; trailing\n"
+                         "[scheduler]\nmax-threads=3\n[demo]\nenabled=true\n"
+                         "[http]\nadmin-token=\"x\"\n");
+  ef::app::configuration out;
+  auto error = resolve_serve("--config-file=" + path +
+                               " --relay.shards=2 --scheduler.max-threads=2"
+                               " --demo.enabled=false"
+                               " --consumer.enabled=billing,shipping",
+                             out);
+  REQUIRE(error == "");
+  CHECK(out.settings.kafka.brokers == "a:1,b:2");
+  CHECK(out.settings.kafka.partitions == 12);
+  CHECK(out.settings.relay.shards == 2); // the command line wins
+  CHECK_FALSE(out.settings.demo.enabled);
+  CHECK(out.settings.http.admin_token == "x");
+  CHECK(out.settings.consumer.enabled ==
+        std::vector<std::string>{"billing", "shipping"});
+  caf::actor_system sys{out.caf};
+  CHECK(sys.scheduler().num_workers() == 2);
+}
+
+TEST_CASE("without_a_file_eventforge_reads_no_caf_application_ini") {
+  ef::test::temp_dir dir;
+  write_file(dir, "caf-application.ini", "[api]\nworkers=7\n");
+  auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path);
+  ef::app::configuration out;
+  auto error = resolve_serve("", out);
+  std::filesystem::current_path(cwd);
+  REQUIRE(error == "");
+  CHECK(out.settings.api.workers == settings{}.api.workers);
+}
+
+TEST_CASE("bad_ini_files_stop_naming_file_and_key_and_change_nothing") {
+  ef::test::temp_dir dir;
+  struct bad {
+    const char* text;
+    std::string says;
+  };
+  for (auto& b : std::vector<bad>{
+         {"[api]\nwrokers=4\n", "bad.ini: unknown config key \"api.wrokers\""},
+         {"[api]\nworkers=\"abc\"\n",
+          "bad.ini: invalid value for api.workers: expected an integer, got "
+          "\"abc\""},
+         {"[api]\nworkers=100\n",
+          "bad.ini: invalid value for api.workers: must be between 1 and 64"},
+         {"[api.sub]\nx=1\n", "bad.ini: unknown config key \"api.sub\""},
+         {"[demo]\nenabled=1\n",
+          "bad.ini: invalid value for demo.enabled: must be true or false"},
+         {"[chaos]\npoints=[\"nowhere\"]\n",
+          "bad.ini: invalid value for chaos.points: unknown name \"nowhere\""},
+         // Syntax errors: file, line and column, and the line's key.
+         {"[scheduler]\nmax-threads=3\n[kafka]\nbrokers=a:1\n",
+          "bad.ini:4:10: kafka.brokers: unexpected character"},
+         {"[relay]\nshards=2 # comment\n",
+          "bad.ini:2:11: relay.shards: trailing character"},
+       }) {
+    auto path = write_file(dir, "bad.ini", b.text);
+    ef::app::configuration out;
+    out.settings.api.workers = 9;
+    auto error = resolve_serve("--config-file=" + path, out);
+    INFO(b.text << " gave: " << error);
+    CHECK(error.find(b.says) != std::string::npos);
+    CHECK(error.find(path) != std::string::npos);
+    CHECK(out.settings.api.workers == 9); // nothing was changed
+  }
+  ef::app::configuration out;
+  CHECK(resolve_serve("--config-file=" + dir.path + "/missing.ini", out) ==
+        "cannot read config file " + dir.path + "/missing.ini");
+  // A rule across keys names the keys (they may come from anywhere).
+  auto path =
+    write_file(dir, "cross.ini", "[processed-events]\nretention=60\n");
+  CHECK(resolve_serve("--config-file=" + path, out)
+          .find("invalid value for processed-events.retention") == 0);
+}
+
+TEST_CASE("bad_command_line_values_stop_naming_the_key") {
+  ef::app::configuration out;
+  CHECK(resolve_serve("--api.workers=abc", out) ==
+        "invalid value for api.workers: expected an integer, got \"abc\"");
+  CHECK(resolve_serve("--demo.enabled=yes", out) ==
+        "invalid value for demo.enabled: must be true or false, got \"yes\"");
+  CHECK(resolve_serve("--scheduler.max-threads=many", out)
+          .find("--scheduler.max-threads=many") != std::string::npos);
+}
+
+TEST_CASE("other_sections_are_left_to_caf_and_the_host") {
+  ef::test::temp_dir dir;
+  auto path = write_file(dir, "host.ini",
+                         "[scheduler]\npolicy='sharing'\n[myhost]\nanything="
+                         "\"goes\"\n[api]\nworkers=3\n");
+  ef::config::actor_system_config cfg;
+  REQUIRE_FALSE(cfg.parse({}, path.c_str()));
+  auto r = read_settings(cfg, path);
+  INFO(r.error);
+  REQUIRE(r.ok());
+  CHECK(r.value.api.workers == 3);
 }
 
 TEST_CASE("unknown_config_key_is_rejected_by_name") {
@@ -46,7 +184,10 @@ TEST_CASE("invalid_config_values_are_rejected_naming_the_key") {
                  bad{"http.port", "70000", "must be between 0 and 65535"},
                  bad{"kafka.topic", "bad topic", "may contain only"},
                  bad{"log.level", "loud", "must be one of"},
-                 bad{"consumer.enabled", "shipping", "unknown name"},
+                 bad{"consumer.enabled", "Shipping", "invalid name"},
+                 bad{"consumer.enabled", "billing,a b", "invalid name"},
+                 bad{"consumer.enabled", "billing,billing", "listed twice"},
+                 bad{"chaos.points", "nowhere", "unknown name"},
                  bad{"kafka.partitions", "3.5", "expected an integer"},
                  bad{"demo.enabled", "yes", "must be true or false"},
                  bad{"demo.enabled", "", "must be true or false"}}) {
@@ -58,18 +199,12 @@ TEST_CASE("invalid_config_values_are_rejected_naming_the_key") {
   }
 }
 
-TEST_CASE("malformed_ini_reports_file_and_line") {
-  CHECK(parse_ini("[kafka]\nbrokers=a:1\n", "f.ini").error ==
-        "f.ini:2: kafka.brokers: strings must be double-quoted, got a:1");
-  CHECK(parse_ini("port=1\n", "f.ini").error ==
-        "f.ini:1: key \"port\" outside of any [section]");
-  CHECK(parse_ini("[http\n", "f.ini").error ==
-        "f.ini:1: malformed section header [http");
-  CHECK(parse_ini("[http]\nport 80\n", "f.ini").error ==
-        "f.ini:2: expected key=value, got port 80");
-  CHECK(parse_ini("[http]\nhost=\"x\n", "f.ini").error ==
-        "f.ini:2: http.host: unterminated string");
-  CHECK_FALSE(read_ini_file("/nonexistent/eventforge.ini").ok());
+TEST_CASE("consumer_names_are_any_well_formed_names") {
+  auto r = build_settings({{"consumer.enabled", "billing,my-consumer_2"}});
+  INFO(r.error);
+  REQUIRE(r.ok());
+  CHECK(r.value.consumer.enabled ==
+        std::vector<std::string>{"billing", "my-consumer_2"});
 }
 
 TEST_CASE("every_option_renders_its_default_and_accepts_it_back") {
@@ -84,11 +219,6 @@ TEST_CASE("every_option_renders_its_default_and_accepts_it_back") {
   }
 }
 
-#include "config/reference.hpp"
-
-#include <fstream>
-#include <sstream>
-
 TEST_CASE("docs_config_md_matches_the_option_table") {
   std::ifstream f(EF_SOURCE_DIR "/docs/config.md");
   REQUIRE(f.good());
@@ -97,8 +227,6 @@ TEST_CASE("docs_config_md_matches_the_option_table") {
   INFO("regenerate with: build/eventforge config-reference > docs/config.md");
   CHECK(text.str() == ef::config::reference_markdown());
 }
-
-#include "config/ini_parser.hpp"
 
 TEST_CASE("the_example_ini_file_matches_the_option_table_and_loads_to_the_"
           "defaults") {
@@ -110,11 +238,18 @@ TEST_CASE("the_example_ini_file_matches_the_option_table_and_loads_to_the_"
   INFO("regenerate with: build/eventforge config-reference --ini > "
        "config/eventforge.ini.example");
   CHECK(text.str() == ef::config::reference_ini());
-  auto ini = ef::config::read_ini_file(path);
-  INFO(ini.error);
-  REQUIRE(ini.ok());
-  CHECK(ini.values.size() == ef::config::options().size());
-  auto built = ef::config::build_settings(ini.values);
+  ef::config::actor_system_config cfg;
+  auto err = cfg.parse({}, path.c_str());
+  INFO(describe_parse_error(err, path));
+  REQUIRE_FALSE(err);
+  // CAF drops a value of another type than the declared one: every key is
+  // still there only if the file writes each as CAF expects it.
+  for (auto& o : ef::config::options()) {
+    INFO(o.key);
+    CHECK(cfg.content.contains(o.key.substr(0, o.key.find('.'))));
+    CHECK(caf::get_if(&cfg.content, o.key) != nullptr);
+  }
+  auto built = read_settings(cfg, path);
   INFO(built.error);
   REQUIRE(built.ok());
   ef::config::settings defaults;
