@@ -54,8 +54,8 @@ caf::behavior clerk(caf::event_based_actor* self, ef::eventforge_actor ef) {
   return {
     [=](place_atom, std::string customer, std::int64_t cents) {
       auto rp = self->make_response_promise<std::string>();
-      ef::create_order cmd{std::move(customer), {{"gift-card", 1, cents}}, "",
-                           "", ""};
+      ef::create_order cmd{
+        std::move(customer), {{"gift-card", 1, cents}}, "", "", ""};
       self->request(ef, 10s, std::move(cmd))
         .then([=](ef::order_accepted& ok) mutable { rp.deliver(ok.order_id); },
               [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
@@ -110,8 +110,9 @@ int main(int argc, char** argv) {
     caf::scoped_actor self{sys};
     for (int i = 0; i < cfg.orders; ++i) {
       auto customer = "customer-" + std::to_string(i % cfg.customers);
-      self->request(desk, 30s, place_atom::value, customer,
-                    std::int64_t{999 + 137 * i})
+      self
+        ->request(desk, 30s, place_atom::value, customer,
+                  std::int64_t{999 + 137 * i})
         .receive(
           [&](std::string& order_id) {
             ++placed;
@@ -128,8 +129,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::seconds(cfg.timeout_s);
+  auto deadline =
+    std::chrono::steady_clock::now() + std::chrono::seconds(cfg.timeout_s);
   while (!ef::app::quiescent(s, where) &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(100ms);
