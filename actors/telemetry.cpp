@@ -1,8 +1,13 @@
 #include "actors/telemetry.hpp"
 
-#include <cmath>
-#include <set>
-#include <sstream>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <stdexcept>
 
 namespace ef {
 
@@ -113,29 +118,54 @@ std::string name_of(const std::string& key) {
   return key.substr(0, key.find('{'));
 }
 
-std::string labels_of(const std::string& key) {
-  auto b = key.find('{');
-  return b == std::string::npos ? "" : key.substr(b + 1, key.size() - b - 2);
-}
-
-std::string with_label(const std::string& name, const std::string& labels,
-                       const std::string& extra) {
-  std::string all = labels;
-  if (!extra.empty())
-    all += (all.empty() ? "" : ",") + extra;
-  return all.empty() ? name : name + "{" + all + "}";
-}
-
-std::string number(double v) {
-  if (std::isinf(v))
-    return v > 0 ? "+Inf" : "-Inf";
-  std::ostringstream out;
-  out.precision(17);
-  out << v;
-  return out.str();
+std::map<std::string, std::string> label_map(const telemetry::labels& l) {
+  return {l.begin(), l.end()};
 }
 
 } // namespace
+
+struct telemetry::families {
+  std::map<std::string, prometheus::Family<prometheus::Counter>*> counters;
+  std::map<std::string, prometheus::Family<prometheus::Gauge>*> gauges;
+  std::map<std::string, prometheus::Family<prometheus::Histogram>*> histograms;
+};
+
+telemetry::telemetry(std::shared_ptr<prometheus::Registry> registry)
+    : registry_(registry ? std::move(registry)
+                         : std::make_shared<prometheus::Registry>()),
+      families_(std::make_unique<families>()) {
+  // prometheus-cpp refuses a name registered with another type, and hands
+  // back the existing family for the same name and type: a host may build
+  // two trees over one registry.
+  try {
+    for (auto& [name, fam] : catalog()) {
+      switch (fam.type) {
+      case kind::counter:
+        families_->counters[name] =
+          &prometheus::BuildCounter().Name(name).Help(fam.help).Register(
+            *registry_);
+        break;
+      case kind::gauge:
+        families_->gauges[name] =
+          &prometheus::BuildGauge().Name(name).Help(fam.help).Register(
+            *registry_);
+        break;
+      case kind::histogram:
+        families_->histograms[name] =
+          &prometheus::BuildHistogram().Name(name).Help(fam.help).Register(
+            *registry_);
+        break;
+      }
+    }
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(
+      std::string("telemetry: the registry already holds one of "
+                  "EventForge's metric names with another type: ") +
+      e.what());
+  }
+}
+
+telemetry::~telemetry() = default;
 
 std::string telemetry::key(const std::string& name, const labels& l) {
   if (l.empty())
@@ -146,110 +176,98 @@ std::string telemetry::key(const std::string& name, const labels& l) {
   return out + "}";
 }
 
-void telemetry::add(const std::string& name, const labels& l, std::uint64_t n) {
+prometheus::Counter* telemetry::counter(const std::string& name,
+                                        const labels& l) {
   auto k = key(name, l);
+  if (auto i = counters_.find(k); i != counters_.end())
+    return i->second;
+  auto fam = families_->counters.find(name);
+  if (fam == families_->counters.end())
+    return nullptr;
+  auto* c = &fam->second->Add(label_map(l));
+  counters_.emplace(k, c);
+  return c;
+}
+
+void telemetry::add(const std::string& name, const labels& l, std::uint64_t n) {
   std::lock_guard<std::mutex> guard{mtx_};
-  counters_[k] += n;
+  if (auto* c = counter(name, l))
+    c->Increment(static_cast<double>(n));
+}
+
+void telemetry::declare(const std::string& name, const labels& l) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  counter(name, l);
 }
 
 void telemetry::set(const std::string& name, const labels& l, double value) {
   auto k = key(name, l);
   std::lock_guard<std::mutex> guard{mtx_};
-  gauges_[k] = value;
+  auto i = gauges_.find(k);
+  if (i == gauges_.end()) {
+    auto fam = families_->gauges.find(name);
+    if (fam == families_->gauges.end())
+      return;
+    i = gauges_.emplace(k, &fam->second->Add(label_map(l))).first;
+  }
+  i->second->Set(value);
 }
 
 void telemetry::observe(const std::string& name, const labels& l,
                         double value) {
-  auto i = catalog().find(name);
-  if (i == catalog().end() || i->second.buckets == nullptr)
-    return;
-  auto& bounds = *i->second.buckets;
   auto k = key(name, l);
   std::lock_guard<std::mutex> guard{mtx_};
-  auto& h = histograms_[k];
-  if (h.buckets.empty())
-    h.buckets.assign(bounds.size(), 0);
-  for (size_t b = 0; b < bounds.size(); ++b)
-    if (value <= bounds[b])
-      ++h.buckets[b];
-  h.sum += value;
-  ++h.count;
+  auto i = histograms_.find(k);
+  if (i == histograms_.end()) {
+    auto fam = families_->histograms.find(name);
+    if (fam == families_->histograms.end())
+      return;
+    auto& bounds = *catalog().at(name).buckets;
+    i = histograms_
+          .emplace(k, &fam->second->Add(label_map(l),
+                                        prometheus::Histogram::BucketBoundaries(
+                                          bounds.begin(), bounds.end())))
+          .first;
+  }
+  i->second->Observe(value);
 }
 
 std::map<std::string, std::uint64_t> telemetry::snapshot() const {
   std::lock_guard<std::mutex> guard{mtx_};
-  return counters_;
+  std::map<std::string, std::uint64_t> out;
+  for (auto& [k, c] : counters_)
+    out.emplace(k, static_cast<std::uint64_t>(c->Value()));
+  return out;
 }
 
 std::uint64_t telemetry::sum(const std::string& name,
                              const labels& match) const {
   std::lock_guard<std::mutex> guard{mtx_};
   std::uint64_t total = 0;
-  for (auto& [k, v] : counters_) {
+  for (auto& [k, c] : counters_) {
     if (name_of(k) != name)
       continue;
     bool all = true;
     for (auto& [lk, lv] : match)
       all = all && k.find(lk + "=\"" + lv + "\"") != std::string::npos;
     if (all)
-      total += v;
+      total += static_cast<std::uint64_t>(c->Value());
   }
   return total;
-}
-
-void telemetry::declare(const std::string& name, const labels& l) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  counters_.emplace(key(name, l), 0);
 }
 
 std::map<std::string, double>
 telemetry::positive_gauges(const std::string& name) const {
   std::lock_guard<std::mutex> guard{mtx_};
   std::map<std::string, double> out;
-  for (auto& [k, v] : gauges_)
-    if (name_of(k) == name && v > 0)
-      out.emplace(k, v);
+  for (auto& [k, g] : gauges_)
+    if (name_of(k) == name && g->Value() > 0)
+      out.emplace(k, g->Value());
   return out;
 }
 
 std::string telemetry::render_prometheus() const {
-  std::lock_guard<std::mutex> guard{mtx_};
-  std::ostringstream out;
-  for (auto& [name, fam] : catalog()) {
-    out << "# HELP " << name << " " << fam.help << "\n";
-    switch (fam.type) {
-    case kind::counter:
-      out << "# TYPE " << name << " counter\n";
-      for (auto& [k, v] : counters_)
-        if (name_of(k) == name)
-          out << k << " " << v << "\n";
-      break;
-    case kind::gauge:
-      out << "# TYPE " << name << " gauge\n";
-      for (auto& [k, v] : gauges_)
-        if (name_of(k) == name)
-          out << k << " " << number(v) << "\n";
-      break;
-    case kind::histogram:
-      out << "# TYPE " << name << " histogram\n";
-      for (auto& [k, h] : histograms_) {
-        if (name_of(k) != name)
-          continue;
-        auto l = labels_of(k);
-        auto& bounds = *fam.buckets;
-        for (size_t b = 0; b < bounds.size(); ++b)
-          out << with_label(name + "_bucket", l,
-                            "le=\"" + number(bounds[b]) + "\"")
-              << " " << h.buckets[b] << "\n";
-        out << with_label(name + "_bucket", l, "le=\"+Inf\"") << " " << h.count
-            << "\n";
-        out << with_label(name + "_sum", l, "") << " " << number(h.sum) << "\n";
-        out << with_label(name + "_count", l, "") << " " << h.count << "\n";
-      }
-      break;
-    }
-  }
-  return out.str();
+  return prometheus::TextSerializer{}.Serialize(registry_->Collect());
 }
 
 } // namespace ef

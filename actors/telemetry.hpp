@@ -2,10 +2,18 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace prometheus {
+class Registry;
+class Counter;
+class Gauge;
+class Histogram;
+} // namespace prometheus
 
 namespace ef {
 
@@ -15,9 +23,27 @@ namespace ef {
 /// `actor_restarts_total{kind="relay",reason="injected"}`. Label values are
 /// bounded (kind, consumer, point, shard, partition, route, status class);
 /// order and event IDs never appear.
+///
+/// The series live in a prometheus-cpp registry: EventForge's metric
+/// families are registered in it once, and /metrics is its text
+/// exposition. A host that exports metrics of its own passes its registry,
+/// so one scrape (its exposer or EventForge's /metrics) serves both.
 class telemetry {
 public:
   using labels = std::vector<std::pair<std::string, std::string>>;
+
+  /// Registers every metric family of the catalog in `registry` (a new
+  /// registry if null). Throws std::invalid_argument if the registry holds
+  /// one of EventForge's metric names with another type already.
+  explicit telemetry(std::shared_ptr<prometheus::Registry> registry = nullptr);
+  ~telemetry();
+  telemetry(const telemetry&) = delete;
+  telemetry& operator=(const telemetry&) = delete;
+
+  /// The registry the series live in.
+  const std::shared_ptr<prometheus::Registry>& registry() const {
+    return registry_;
+  }
 
   /// Adds `n` to the counter `name{labels}`.
   void add(const std::string& name, const labels& l = {}, std::uint64_t n = 1);
@@ -41,23 +67,29 @@ public:
   /// Sum of every counter series of `name` whose labels include `match`.
   std::uint64_t sum(const std::string& name, const labels& match = {}) const;
 
-  /// The Prometheus text exposition (version 0.0.4) of every metric, with
-  /// HELP and TYPE lines from the catalog.
+  /// The Prometheus text exposition (version 0.0.4) of every metric in the
+  /// registry (a host's own included), with HELP and TYPE lines.
   std::string render_prometheus() const;
 
   /// Renders a series key: name{k1="v1",k2="v2"}.
   static std::string key(const std::string& name, const labels& l);
 
 private:
-  struct histogram {
-    std::vector<std::uint64_t> buckets; // cumulative counts per bound
-    double sum = 0;
-    std::uint64_t count = 0;
-  };
+  struct families; // the registered families, by metric name
+
+  /// The series `key` of `name`, created in its family on first use; null
+  /// if `name` is not in the catalog (or has another type). Needs mtx_.
+  prometheus::Counter* counter(const std::string& name, const labels& l);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<families> families_;
+  /// Series by key (name{labels} in the order the caller gave them), so
+  /// reads by key need not search the registry. prometheus-cpp keeps the
+  /// series alive as long as its family (the registry).
   mutable std::mutex mtx_;
-  std::map<std::string, std::uint64_t> counters_;
-  std::map<std::string, double> gauges_;
-  std::map<std::string, histogram> histograms_;
+  std::map<std::string, prometheus::Counter*> counters_;
+  std::map<std::string, prometheus::Gauge*> gauges_;
+  std::map<std::string, prometheus::Histogram*> histograms_;
 };
 
 } // namespace ef

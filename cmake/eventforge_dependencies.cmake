@@ -8,6 +8,9 @@ find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 # The HTTP server: Boost.Beast on Asio (header-only), see docs/notes.
 find_package(Boost 1.81 REQUIRED)
+# Metrics: prometheus-cpp's registry and text exposition (the core library
+# only; /metrics is served by EventForge's own HTTP server).
+find_package(prometheus-cpp CONFIG REQUIRED COMPONENTS core)
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka++ rdkafka)
 pkg_check_modules(PQXX REQUIRED IMPORTED_TARGET libpqxx libpq)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)

@@ -9,7 +9,7 @@ packages=(
   g++ make cmake pkg-config ccache
   libcaf-dev libpqxx-dev libpq-dev librdkafka-dev
   nlohmann-json3-dev catch2 libspdlog-dev libcli11-dev libcpp-httplib-dev
-  libboost1.81-dev clang libclang-rt-14-dev curl
+  libboost1.81-dev prometheus-cpp-dev clang libclang-rt-14-dev curl
   postgresql-15 prometheus chromium
 )
 # Node.js and npm for the browser test; a machine may already have them from

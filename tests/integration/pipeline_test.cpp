@@ -12,25 +12,6 @@
 using namespace ef;
 using namespace std::chrono_literals;
 
-namespace {
-
-/// True when every consumer group has committed up to the log end.
-bool offsets_at_log_end(const config::settings& cfg,
-                        const std::string& brokers) {
-  auto ends =
-    kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
-  for (auto& consumer : cfg.consumer.enabled) {
-    auto committed = kafka::committed_offsets(
-      brokers, "eventforge." + consumer, cfg.kafka.topic, cfg.kafka.partitions);
-    for (int p = 0; p < cfg.kafka.partitions; ++p)
-      if (ends[p] > 0 && committed[p] != ends[p])
-        return false;
-  }
-  return true;
-}
-
-} // namespace
-
 TEST_CASE("thousand_orders_with_two_hundred_cancels_give_one_effect_per_"
           "consumer_per_event") {
   test::database db;
@@ -84,13 +65,7 @@ TEST_CASE("thousand_orders_with_two_hundred_cancels_give_one_effect_per_"
 
   auto events = orders + cancels;
   bool drained = test::wait_until(
-    [&] {
-      return db.scalar<int>(
-               "SELECT count(*) FROM outbox WHERE sent_at IS NULL") == 0 &&
-             db.scalar<int>("SELECT count(*) FROM processed_events") ==
-               2 * events &&
-             offsets_at_log_end(cfg, broker.bootstrap_servers());
-    },
+    [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); },
     120s);
   auto drain_secs =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started)

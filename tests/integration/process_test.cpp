@@ -52,23 +52,7 @@ TEST_CASE("serve_killed_with_sigkill_mid_stream_and_restarted_loses_no_order_"
       --next;
     } else {
       REQUIRE(test::wait_until(
-        [&] {
-          if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS "
-                             "NULL") != 0 ||
-              db.scalar<int>("SELECT count(*) FROM processed_events") !=
-                2 * orders)
-            return false;
-          auto ends = kafka::log_end_offsets(brokers, cfg.kafka.topic,
-                                             cfg.kafka.partitions);
-          for (auto c : {"fulfillment", "billing"}) {
-            auto committed =
-              kafka::committed_offsets(brokers, std::string("eventforge.") + c,
-                                       cfg.kafka.topic, cfg.kafka.partitions);
-            if (committed != ends)
-              return false;
-          }
-          return true;
-        },
+        [&] { return test::quiescent(db, cfg, brokers); },
         120s));
       serve.signal(SIGTERM);
       CHECK(serve.wait() == 0);
