@@ -43,7 +43,7 @@ void escape_into(std::string& out, const char* begin, const char* end) {
   }
 }
 
-std::string quoted(const std::string& s) {
+std::string json_string(const std::string& s) {
   std::string out = "\"";
   escape_into(out, s.data(), s.data() + s.size());
   return out + "\"";
@@ -86,12 +86,12 @@ void hop(const char* name, const std::string& order_id,
   std::string line;
   auto trace = trace_id_of(traceparent);
   if (json_format) {
-    line = std::string(1, fragment_mark) + "\"msg\":" + quoted(name) +
-           ",\"order_id\":" + quoted(order_id) +
-           ",\"event_id\":" + quoted(event_id) +
-           ",\"trace_id\":" + quoted(trace);
+    line = std::string(1, fragment_mark) + "\"msg\":" + json_string(name) +
+           ",\"order_id\":" + json_string(order_id) +
+           ",\"event_id\":" + json_string(event_id) +
+           ",\"trace_id\":" + json_string(trace);
     for (auto& [k, v] : extra)
-      line += "," + quoted(k) + ":" + quoted(v);
+      line += "," + json_string(k) + ":" + json_string(v);
   } else {
     line = std::string(name) + " order_id=" + order_id +
            " event_id=" + event_id + " trace_id=" + trace;
