@@ -178,11 +178,16 @@ json recovery_view::read_overview() {
 }
 
 std::optional<json> recovery_view::trace(const std::string& order_id) {
+  // Offsets before rows, as the verifier reads them: a partition actor
+  // writes every journal line of a record (a suppressed redelivery) before
+  // its offset is committed, so an offset seen committed here has all its
+  // lines in the rows read after it. The other order could call a trace
+  // settled while it still misses the last delivery.
+  auto pos = positions();
   auto rows =
     persistence::read_order_trace(dsn_, order_id, cfg_.consumer.enabled);
   if (!rows.found)
     return std::nullopt;
-  auto pos = positions();
   json out;
   out["order_id"] = rows.order_id;
   out["order"] = {{"status", rows.status},
