@@ -128,6 +128,7 @@ TEST_CASE("an_enabled_consumer_nobody_registered_stops_start_naming_it") {
   cfg.consumer.enabled = {"fulfillment", "loyalty"};
   kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
   caf::actor_system_config caf_cfg;
+  ef::configure_actor_system(caf_cfg);
   caf::actor_system sys{caf_cfg};
   try {
     ef::start(sys, cfg, {db.dsn(), broker.bootstrap_servers()});

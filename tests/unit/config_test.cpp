@@ -60,6 +60,7 @@ TEST_CASE("one_ini_file_sets_a_caf_scheduler_option_and_an_eventforge_option_"
   INFO(r.error);
   REQUIRE(r.ok());
   CHECK(r.value.api.workers == 5);
+  ef::configure_actor_system(cfg); // as every host does (TSan: the scheduler)
   caf::actor_system sys{cfg};
   CHECK(sys.scheduler().num_workers() == 3);
 }
@@ -85,6 +86,7 @@ TEST_CASE("eventforge_resolves_file_then_command_line_through_caf") {
   CHECK(out.settings.http.admin_token == "x");
   CHECK(out.settings.consumer.enabled ==
         std::vector<std::string>{"billing", "shipping"});
+  ef::configure_actor_system(out.caf);
   caf::actor_system sys{out.caf};
   CHECK(sys.scheduler().num_workers() == 2);
 }
