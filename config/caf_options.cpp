@@ -2,6 +2,7 @@
 
 #include <caf/config_option_adder.hpp>
 #include <caf/config_value.hpp>
+#include <caf/make_config_option.hpp>
 #include <caf/pec.hpp>
 #include <caf/sec.hpp>
 #include <caf/settings.hpp>
@@ -125,6 +126,33 @@ std::string words(std::string code) {
   return code;
 }
 
+/// How CAF reads, checks and stores a text option: what
+/// caf::make_config_option<std::string> gives, but defined here. Debian's
+/// libcaf_core (GCC) holds that template's static meta state as a
+/// STB_GNU_UNIQUE object, clang emits it as a plain weak one, and a
+/// clang-built program (our TSan build) then parsed every value of a text
+/// option through a null function pointer. An object of our own has one
+/// definition whatever the compiler; parsing is CAF's (quoted or bare).
+const caf::config_option::meta_state& text_meta_state() {
+  static const caf::config_option::meta_state meta{
+    [](const caf::config_value& x) -> caf::error {
+      if (caf::holds_alternative<std::string>(x))
+        return caf::none;
+      return caf::make_error(caf::pec::type_mismatch);
+    },
+    [](void* ptr, const caf::config_value& x) {
+      *static_cast<std::string*>(ptr) = caf::get<std::string>(x);
+    },
+    [](const void* ptr) {
+      return caf::config_value{*static_cast<const std::string*>(ptr)};
+    },
+    [](void* ptr, caf::string_view text) {
+      return caf::detail::parse_impl(static_cast<std::string*>(ptr), text);
+    },
+    "std::string"};
+  return meta;
+}
+
 } // namespace
 
 void declare_options(caf::config_option_set& opts) {
@@ -144,7 +172,8 @@ void declare_options(caf::config_option_set& opts) {
       group.add<bool>(name, o.description);
       break;
     case value_type::text:
-      group.add<std::string>(name, o.description);
+      opts.add(
+        caf::config_option{section, name, o.description, &text_meta_state()});
       break;
     }
   }
