@@ -10,21 +10,13 @@ namespace ef::kafka {
 
 namespace {
 
+/// Reads single records, so a position that is gone must be an error, never
+/// a silent jump to another offset.
 std::unique_ptr<RdKafka::KafkaConsumer> make_client(const std::string& brokers,
                                                     const std::string& group) {
-  auto conf = make_conf({{"bootstrap.servers", brokers},
-                         {"group.id", group},
-                         {"enable.auto.commit", "false"},
-                         {"enable.auto.offset.store", "false"},
-                         {"auto.offset.reset", "error"},
-                         {"enable.partition.eof", "false"},
-                         {"log.connection.close", "false"}});
-  std::string err;
-  std::unique_ptr<RdKafka::KafkaConsumer> c(
-    RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!c)
-    throw std::runtime_error("cannot create kafka probe: " + err);
-  return c;
+  return make_side_consumer(
+    brokers, group, "probe",
+    {{"enable.auto.offset.store", "false"}, {"auto.offset.reset", "error"}});
 }
 
 } // namespace

@@ -11,17 +11,7 @@ namespace {
 
 std::unique_ptr<RdKafka::KafkaConsumer> make_reader(const std::string& brokers,
                                                     const std::string& group) {
-  auto conf = make_conf({{"bootstrap.servers", brokers},
-                         {"group.id", group},
-                         {"enable.auto.commit", "false"},
-                         {"log.connection.close", "false"},
-                         {"enable.partition.eof", "false"}});
-  std::string err;
-  std::unique_ptr<RdKafka::KafkaConsumer> c(
-    RdKafka::KafkaConsumer::create(conf.get(), err));
-  if (!c)
-    throw std::runtime_error("cannot create kafka reader: " + err);
-  return c;
+  return make_side_consumer(brokers, group, "reader");
 }
 
 } // namespace
