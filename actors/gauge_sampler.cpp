@@ -90,7 +90,9 @@ caf::behavior gauge_sampler(caf::stateful_actor<gauge_sampler_state>* self,
   auto& st = self->state;
   st.db = std::make_unique<persistence::ops_reader>(ctx->dsn);
   st.ctx = std::move(ctx);
-  return round_loop(self);
+  // A drained tree that keeps running (a host may drain and go on serving
+  // /metrics) still shows the outbox filling and the lag it leaves.
+  return round_loop(self, on_drain::keep_rounds);
 }
 
 } // namespace ef

@@ -46,11 +46,11 @@ void export_lag(const lag_by_consumer& lag, telemetry& m);
 /// them. A value is at most one interval plus one read old;
 /// gauges_sampled_timestamp_seconds {source="database"|"broker"} says when each
 /// was last read successfully (it stops moving while its source is down).
+/// A drain does not stop it (on_drain::keep_rounds): it only reads.
 /// Blocking, so detached; supervised under "maintenance".
 struct gauge_sampler_state {
   context_ptr ctx;
   std::unique_ptr<persistence::ops_reader> db;
-  bool draining = false;
   /// One sample of both sources; returns the delay until the next.
   std::chrono::milliseconds round();
   static inline const char* name = "gauge-sampler";

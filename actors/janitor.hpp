@@ -14,7 +14,6 @@ namespace ef {
 /// touched. Blocking (libpq), so detached; supervised under "maintenance".
 struct janitor_state {
   context_ptr ctx;
-  bool draining = false;
   /// One batch; returns true if a full batch went (more may be waiting).
   bool sweep();
   /// One round: a sweep, then a short breather between full batches (lets

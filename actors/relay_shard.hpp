@@ -30,8 +30,7 @@ struct relay_shard_state {
   int batch_size = 0;
   std::chrono::milliseconds poll_interval{1000};
   bool owner = false;
-  bool draining = false; ///< stop: no new batch
-  bool notified = true;  // query once right after start
+  bool notified = true; // query once right after start
   std::chrono::steady_clock::time_point next_query{};
   std::chrono::steady_clock::time_point next_lead_check{};
   std::string lead_block;  ///< why publishing waits; empty: it does not

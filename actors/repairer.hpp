@@ -28,7 +28,6 @@ namespace ef {
 /// "maintenance".
 struct repairer_state {
   context_ptr ctx;
-  bool draining = false;
   std::unique_ptr<persistence::repair_store> store;
   std::unique_ptr<kafka::broker_probe> probe;
   bool active = false;

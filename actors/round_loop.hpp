@@ -5,24 +5,38 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <memory>
 
 namespace ef {
 
-/// The behavior of an actor that works in rounds (relay, janitor, repairer):
-/// `State::round()` does one round and returns the delay before the next
-/// (zero: at once). Rounds are self-sent messages, so exit and drain messages
-/// are handled between them. A drain stops the loop and answers true at
-/// once: between rounds such an actor holds nothing.
+/// What a drain does to an actor that works in rounds.
+enum class on_drain {
+  /// No round after the drain: the actor changes durable state (publishes,
+  /// deletes, repairs), and a drain means that work must end.
+  stop_rounds,
+  /// Rounds go on: the actor only reads (the gauge sampler), and a drained
+  /// tree that keeps running must still report what it holds.
+  keep_rounds,
+};
+
+/// The behavior of an actor that works in rounds (relay, janitor, repairer,
+/// gauge sampler): `State::round()` does one round and returns the delay
+/// before the next (zero: at once). Rounds are self-sent messages, so exit
+/// and drain messages are handled between them. A drain answers true at
+/// once, since between rounds such an actor holds nothing.
 template <class State>
-caf::behavior round_loop(caf::stateful_actor<State>* self) {
+caf::behavior round_loop(caf::stateful_actor<State>* self,
+                         on_drain policy = on_drain::stop_rounds) {
+  auto stopped = std::make_shared<bool>(false);
   self->send(self, poll_atom::value);
   return {
     [=](drain_atom) {
-      self->state.draining = true;
+      if (policy == on_drain::stop_rounds)
+        *stopped = true;
       return true;
     },
     [=](poll_atom) {
-      if (self->state.draining)
+      if (*stopped)
         return;
       auto delay = self->state.round();
       if (delay.count() == 0)

@@ -412,3 +412,38 @@ TEST_CASE("scrapes_under_load_open_no_database_session_and_serve_the_"
   CHECK(present(text, R"(gauges_sampled_timestamp_seconds{source="broker"})") >
         1.7e9);
 }
+
+TEST_CASE("a_drained_tree_kept_running_still_samples_its_gauges") {
+  obs_fixture f;
+  f.place("before");
+  auto brokers = f.broker.bootstrap_servers();
+  REQUIRE(
+    test::wait_until([&] { return test::quiescent(f.db, f.cfg, brokers); }));
+  REQUIRE(ef::drain(f.t->system(), f.t->root(), std::chrono::seconds(30)));
+  auto drained_at = std::chrono::duration<double>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  // A drain stops the relays, not the API: this order is committed and
+  // stays unsent, and only a sampler still running after the drain can
+  // show it.
+  f.place("after");
+  auto unsent = [&] {
+    return f.db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS "
+                            "NULL");
+  };
+  REQUIRE(unsent() == 1);
+  std::string text;
+  REQUIRE(test::wait_until(
+    [&] {
+      text = scrape(f.t->url());
+      return value_of(text, "outbox_unsent_rows") == 1.0 &&
+             present(text,
+                     R"(gauges_sampled_timestamp_seconds{source="broker"})") >
+               drained_at;
+    },
+    std::chrono::seconds(20)));
+  CHECK(
+    present(text, R"(gauges_sampled_timestamp_seconds{source="database"})") >
+    drained_at);
+  CHECK(unsent() == 1);
+}
