@@ -33,6 +33,7 @@ void group_member_state::on_assigned(const std::vector<std::int32_t>& parts) {
   if (closing)
     return;
   ctx->metrics->add("consumer_rebalances_total", {{"consumer", consumer_name}});
+  assigned_once = assigned_once || !parts.empty();
   for (auto p : parts) {
     spdlog::info("{}: assigned partition {}", consumer_name, p);
     start_worker(p);
@@ -176,6 +177,21 @@ void group_member_state::poll_once() {
   auto now = std::chrono::steady_clock::now();
   if (!rec || now - last_commit >= commit_interval)
     commit_done();
+  report_if_unassigned(now);
+}
+
+void group_member_state::report_if_unassigned(
+  std::chrono::steady_clock::time_point now) {
+  if (assigned_once || reported_unassigned)
+    return;
+  auto limit = 3 * std::chrono::milliseconds(ctx->cfg.kafka.session_timeout_ms);
+  if (now - subscribed_at < limit)
+    return;
+  reported_unassigned = true;
+  spdlog::warn("{}: no partition assigned {} ms after subscribing to {}: "
+               "expected if the group has more members than the topic has "
+               "partitions, otherwise the group join is stuck",
+               consumer_name, limit.count(), ctx->cfg.kafka.topic);
 }
 
 void group_member_state::on_done(const record_done& d) {
@@ -335,6 +351,7 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
   st.consumer = std::make_unique<kafka::group_consumer>(
     ctx->brokers, "eventforge." + consumer_name, cfg.kafka.topic,
     cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms, std::move(cbs));
+  st.subscribed_at = std::chrono::steady_clock::now();
   self->set_exit_handler([self](caf::exit_msg& em) {
     auto& st = self->state;
     if (st.stopping)

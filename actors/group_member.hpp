@@ -61,10 +61,19 @@ struct group_member_state {
   /// Set once our supervisor asked us to stop: no more polling, partition
   /// actors are stopped, and we quit with this reason after the last one.
   std::optional<caf::error> stopping;
+  /// When the member subscribed, and whether it was ever assigned a
+  /// partition or already said it was not (report_if_unassigned).
+  std::chrono::steady_clock::time_point subscribed_at{};
+  bool assigned_once = false;
+  bool reported_unassigned = false;
 
   ~group_member_state();
 
   void on_assigned(const std::vector<std::int32_t>& parts);
+  /// Warns once if no partition was assigned within three session timeouts
+  /// of subscribing: normal for a member beyond the partition count, and
+  /// otherwise a group join that is stuck, visible in a log kept at warn.
+  void report_if_unassigned(std::chrono::steady_clock::time_point now);
   void on_revoked(const std::vector<std::int32_t>& parts);
   void start_worker(std::int32_t partition);
   /// Replaces the partition's worker, dropping what it held.
