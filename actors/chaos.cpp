@@ -98,6 +98,24 @@ bool chaos::poisoned_slow(const std::string& key) const {
   return false;
 }
 
+void chaos::stall_fetch(const std::string& consumer, std::int32_t partition) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  stalls_.emplace_back(consumer, partition);
+  any_stall_ = true;
+}
+
+bool chaos::take_fetch_stall_slow(const std::string& consumer,
+                                  std::int32_t partition) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  auto i = std::find(stalls_.begin(), stalls_.end(),
+                     std::make_pair(consumer, partition));
+  if (i == stalls_.end())
+    return false;
+  stalls_.erase(i);
+  any_stall_ = !stalls_.empty();
+  return true;
+}
+
 bool chaos::take_armed(crash_point p, const std::string& key) {
   for (auto i = armed_.begin(); i != armed_.end(); ++i) {
     if (i->point != p || !matches(key, i->trace_id, i->consumer))

@@ -108,6 +108,20 @@ public:
     return any_poison_.load(std::memory_order_relaxed) && poisoned_slow(key);
   }
 
+  /// Arms a silent stop of `consumer`'s fetch of `partition`: its group
+  /// member pauses the partition in the Kafka client without noting it, as
+  /// a client whose fetcher stops without an error would. Once.
+  void stall_fetch(const std::string& consumer, std::int32_t partition);
+  /// True while an armed fetch stall has not been taken.
+  bool fetch_stall_armed() const {
+    return any_stall_.load(std::memory_order_relaxed);
+  }
+  /// True, once, if a stall of this fetch is armed.
+  bool take_fetch_stall(const std::string& consumer, std::int32_t partition) {
+    return any_stall_.load(std::memory_order_relaxed) &&
+           take_fetch_stall_slow(consumer, partition);
+  }
+
   /// Called for every injected crash, before it is thrown (the recovery
   /// journal). Replaces the previous observer.
   void on_crash(std::function<void(crash_point, const crash_site&)> f);
@@ -126,11 +140,15 @@ private:
                         const crash_site& site);
   bool take_armed(crash_point p, const std::string& key);
   bool poisoned_slow(const std::string& key) const;
+  bool take_fetch_stall_slow(const std::string& consumer,
+                             std::int32_t partition);
 
   /// The configured points, plus every point with an armed crash.
   std::atomic<unsigned> mask_{0};
   unsigned configured_ = 0;
   std::atomic<bool> any_poison_{false};
+  std::atomic<bool> any_stall_{false};
+  std::vector<std::pair<std::string, std::int32_t>> stalls_;
   std::function<void(crash_point, const crash_site&)> observer_;
   struct armed_crash {
     crash_point point;

@@ -77,7 +77,7 @@ void declare_series(telemetry& m, const config::settings& cfg) {
          {"consumer_deliveries_total", "consumer_applied_total",
           "consumer_duplicates_suppressed_total", "consumer_retries_total",
           "consumer_rebalances_total", "consumer_positions_lost_total",
-          "consumer_deferred_total"})
+          "consumer_fetch_stalls_total", "consumer_deferred_total"})
       m.declare(name, {{"consumer", c}});
   for (int s = 0; s < cfg.relay.shards; ++s) {
     auto shard = std::to_string(s);

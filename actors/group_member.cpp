@@ -18,6 +18,10 @@ constexpr int poll_timeout_ms = 20;
 constexpr auto commit_interval = 100ms;
 /// How often lost positions are retried and the broker epoch is read.
 constexpr auto housekeeping_interval = 1000ms;
+/// How long an owned partition with records to read may go unfed before its
+/// fetch counts as stalled. A fetcher feeds within fetch.wait.max.ms; this
+/// is also how often an idle partition's log end is read (one request).
+constexpr auto fetch_stall_after = 10s;
 
 } // namespace
 
@@ -37,6 +41,10 @@ void group_member_state::on_assigned(const std::vector<std::int32_t>& parts) {
   for (auto p : parts) {
     spdlog::info("{}: assigned partition {}", consumer_name, p);
     start_worker(p);
+    // The client keeps a partition's pause across assignments: one paused
+    // when it was revoked would never be fed again.
+    if (!owned[p].paused)
+      consumer->resume(p);
   }
 }
 
@@ -46,6 +54,7 @@ void group_member_state::start_worker(std::int32_t p) {
   slot.worker = self->spawn<caf::detached + caf::linked>(
     partition_worker, ctx, consumer_name, p, caf::actor{self});
   slot.paused = drain_reply.has_value(); // a drain keeps everything paused
+  slot.last_fed = std::chrono::steady_clock::now();
 }
 
 void group_member_state::restart_worker(std::int32_t p) {
@@ -102,7 +111,10 @@ void group_member_state::restart_fetching(
   if (at.empty())
     return;
   consumer->restart_at(at);
+  auto now = std::chrono::steady_clock::now();
   for (auto& [p, slot] : owned) {
+    if (at.count(p) != 0)
+      slot.last_fed = now;
     if (slot.paused)
       consumer->pause(p);
     else if (at.count(p) != 0)
@@ -130,14 +142,63 @@ void group_member_state::housekeeping() {
     for (auto& [p, offset] : lost)
       if (owned.count(p) != 0 && restart.count(p) == 0)
         restart[p] = settle_lost(p, offset); // revoked ones: the next owner's
+    restart_stalled_fetches(now, restart);
     restart_fetching(restart);
     lost.clear();
     epoch = current;
+    for (auto& [p, slot] : owned)
+      if (ctx->faults->take_fetch_stall(consumer_name, p)) {
+        spdlog::info("{}: partition {}: fetch stopped silently (injected)",
+                     consumer_name, p);
+        consumer->pause(p); // and slot.paused stays false
+      }
   } catch (const std::exception& e) {
     // The partition stays stopped (nothing is skipped); try again later.
     spdlog::warn("{}: cannot settle lost positions or read the broker epoch "
                  "yet: {}",
                  consumer_name, e.what());
+  }
+}
+
+void group_member_state::restart_stalled_fetches(
+  std::chrono::steady_clock::time_point now,
+  std::map<std::int32_t, std::int64_t>& restart) {
+  if (drain_reply)
+    return; // a drain pauses everything on purpose
+  for (auto& [p, slot] : owned) {
+    if (restart.count(p) != 0 || lost.count(p) != 0 || slot.paused ||
+        slot.in_flight > 0 || now - slot.last_fed < fetch_stall_after)
+      continue;
+    slot.last_fed = now; // an idle partition is looked at once per period
+    // Nothing in flight: every record handed over is applied, so the next
+    // one to read is where the applied ones end (or the committed offset).
+    auto next = std::max(slot.done_up_to, slot.committed);
+    kafka::group_consumer::watermarks marks;
+    try {
+      if (next < 0)
+        next = consumer->committed(p);
+      marks = consumer->query_watermarks(p);
+    } catch (const std::exception& e) {
+      // The broker cannot answer now (an outage says so elsewhere).
+      spdlog::info("{}: partition {}: cannot check for a stalled fetch: {}",
+                   consumer_name, p, e.what());
+      continue;
+    }
+    if (marks.high <= std::max(next, marks.low))
+      continue; // idle: nothing to read
+    ctx->metrics->add("consumer_fetch_stalls_total",
+                      {{"consumer", consumer_name}});
+    spdlog::warn(
+      "{}: partition {}: fed nothing for {} s with offsets {}..{} "
+      "on the broker and nothing in flight; restarting its fetch "
+      "at {}",
+      consumer_name, p,
+      std::chrono::duration_cast<std::chrono::seconds>(fetch_stall_after)
+        .count(),
+      std::max(next, marks.low), marks.high,
+      next < 0 ? "the log start (no committed offset)"
+               : "offset " + std::to_string(next));
+    restart[p] = next < 0 ? settle_lost(p, -1) : next;
   }
 }
 
@@ -167,6 +228,7 @@ void group_member_state::poll_once() {
     if (i != owned.end()) {
       auto& slot = i->second;
       ++slot.in_flight;
+      slot.last_fed = std::chrono::steady_clock::now();
       if (!slot.paused && slot.in_flight >= ctx->cfg.consumer.max_in_flight) {
         consumer->pause(rec->partition);
         slot.paused = true;

@@ -39,6 +39,9 @@ struct group_member_state {
     std::int64_t done_up_to = -1; ///< next offset to commit (-1: nothing)
     std::int64_t committed = -1;
     std::deque<record_done> awaiting_commit; ///< only while debug-logging
+    /// When a record of this partition last arrived, or its fetching was
+    /// (re)started: the clock of restart_stalled_fetches.
+    std::chrono::steady_clock::time_point last_fed{};
   };
 
   caf::event_based_actor* self = nullptr;
@@ -84,7 +87,15 @@ struct group_member_state {
   std::int64_t settle_lost(std::int32_t partition, std::int64_t offset);
   /// Restarts fetching at these offsets, keeping the partitions' pauses.
   void restart_fetching(const std::map<std::int32_t, std::int64_t>& at);
-  /// Once a second: retries lost positions, follows broker epoch changes.
+  /// Adds to `restart` every owned partition that the broker holds records
+  /// for beyond what it applied, but that has been fed nothing, with nothing
+  /// in flight and no pause, for fetch_stall_after: its fetcher stopped
+  /// without saying so. Logs and counts each one; it restarts exactly where
+  /// the partition's applied records end, so nothing is fetched twice.
+  void restart_stalled_fetches(std::chrono::steady_clock::time_point now,
+                               std::map<std::int32_t, std::int64_t>& restart);
+  /// Once a second: retries lost positions, follows broker epoch changes,
+  /// restarts stalled fetches.
   void housekeeping();
   void poll_once();
   void on_done(const record_done& d);

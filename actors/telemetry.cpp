@@ -93,6 +93,9 @@ const std::map<std::string, family>& catalog() {
     {"consumer_positions_lost_total",
      {kind::counter, "Positions a consumer found gone from the broker "
                      "(trimmed log, new broker), per consumer."}},
+    {"consumer_fetch_stalls_total",
+     {kind::counter, "Owned partitions with records to read that were fed "
+                     "nothing for 10 s and had their fetch restarted."}},
     {"consumer_deferred_total",
      {kind::counter, "Events held back because an earlier event of their "
                      "order was missing; queued again behind it."}},

@@ -440,3 +440,47 @@ TEST_CASE("a_drain_that_cannot_finish_stops_at_its_timeout_and_a_second_"
   serve.signal(SIGTERM);
   CHECK(serve.wait() == 0);
 }
+
+TEST_CASE("a_partition_whose_fetch_stops_silently_is_restarted_where_its_"
+          "applied_records_end_and_every_event_is_applied_once") {
+  test::database db;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker{1, {{"orders", 6}, {"orders.dlq", 6}}};
+  auto brokers = broker.bootstrap_servers();
+  test::tree t(cfg, {db.dsn(), brokers});
+  // Every partition fetched and committed first, so no start-up restart of
+  // a fetch undoes the stall below.
+  REQUIRE(test::warm_up_every_partition(t, db, cfg, brokers, "warm"));
+  auto ends_before =
+    kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
+  // Fulfillment's client stops fetching partition 0 without an error, and
+  // its group member is not told: only its own watch can notice.
+  t.faults().stall_fetch("fulfillment", 0);
+  REQUIRE(test::wait_until([&] { return !t.faults().fetch_stall_armed(); }));
+  for (int i = 0; i < 50; ++i) {
+    REQUIRE(test::post_json(t.url(), "/orders", test::order_body("late", 1, 1))
+              .first == 201);
+    auto ends =
+      kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
+    if (i >= 9 && ends[0] > ends_before[0])
+      break;
+  }
+  REQUIRE(kafka::log_end_offsets(brokers, cfg.kafka.topic,
+                                 cfg.kafka.partitions)[0] > ends_before[0]);
+  // Within the wait: fed nothing for 10 s, then restarted.
+  REQUIRE(test::wait_until([&] { return test::quiescent(db, cfg, brokers); }));
+  auto m = test::counters(t.system(), t.root());
+  CHECK(m[R"(consumer_fetch_stalls_total{consumer="fulfillment"})"] >= 1);
+  CHECK(m[R"(consumer_fetch_stalls_total{consumer="billing"})"] == 0);
+  // Restarted exactly where its applied records ended: nothing came twice.
+  CHECK(m[R"(consumer_duplicates_suppressed_total{consumer="fulfillment"})"] ==
+        0);
+  auto events = db.scalar<int>("SELECT count(*) FROM outbox");
+  CHECK(db.scalar<int>("SELECT count(*) FROM processed_events WHERE "
+                       "consumer = 'fulfillment'") == events);
+  CHECK(db.scalar<int>("SELECT count(DISTINCT event_id) FROM "
+                       "business_effects WHERE consumer = 'fulfillment'") ==
+        events);
+  CHECK(db.scalar<int>("SELECT count(*) FROM business_effects WHERE "
+                       "consumer = 'fulfillment'") == events);
+}

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,67 @@ namespace {
 /// What the last quiescence check found missing, printed by a wait_until
 /// that gives up: a flaky wait then says which stage stalled.
 std::string last_quiescence_gap;
+/// Where the last quiescence check looked, for the stall report.
+struct {
+  std::string dsn, brokers;
+  config::settings cfg;
+} last_quiescence_at;
+
+/// What a wait for quiescence that gave up saw in detail: which events each
+/// consumer has not marked, each group's committed offsets against the log
+/// ends, and every database session that is not idle (a worker waiting on a
+/// lock or a connection shows here). Best effort: a failing read is printed.
+void print_stall_report() {
+  auto& at = last_quiescence_at;
+  std::cerr << "stall report:\n";
+  try {
+    pqxx::connection c(at.dsn);
+    pqxx::read_transaction t(c);
+    for (auto& name : at.cfg.consumer.enabled) {
+      auto r = t.exec_params(
+        "SELECT e.seq, e.order_id::text, e.event_id::text, e.event_type, "
+        "e.shard, e.created_at::text, coalesce(e.sent_at::text, 'unsent') "
+        "FROM outbox e WHERE NOT EXISTS (SELECT 1 FROM processed_events p "
+        "WHERE p.consumer = $1 AND p.event_id = e.event_id) ORDER BY e.seq "
+        "LIMIT 10",
+        name);
+      for (const auto& row : r)
+        std::cerr << "  " << name << " has no mark for outbox seq "
+                  << row[0].c_str() << " order " << row[1].c_str() << " event "
+                  << row[2].c_str() << " (" << row[3].c_str() << ", shard "
+                  << row[4].c_str() << ", created " << row[5].c_str()
+                  << ", sent " << row[6].c_str() << ")\n";
+    }
+    for (const auto& row : t.exec(
+           "SELECT pid, application_name, state, coalesce(wait_event_type, "
+           "'-'), coalesce(wait_event, '-'), coalesce(extract(epoch FROM "
+           "now() - xact_start)::int::text, '-'), left(query, 160) FROM "
+           "pg_stat_activity WHERE datname = current_database() AND pid <> "
+           "pg_backend_pid() AND state <> 'idle'"))
+      std::cerr << "  session " << row[0].c_str() << " [" << row[1].c_str()
+                << "] " << row[2].c_str() << ", waits " << row[3].c_str() << "/"
+                << row[4].c_str() << ", transaction " << row[5].c_str()
+                << " s: " << row[6].c_str() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "  (database: " << e.what() << ")\n";
+  }
+  try {
+    auto ends = kafka::log_end_offsets(at.brokers, at.cfg.kafka.topic,
+                                       at.cfg.kafka.partitions);
+    for (auto& name : at.cfg.consumer.enabled) {
+      auto committed =
+        kafka::committed_offsets(at.brokers, "eventforge." + name,
+                                 at.cfg.kafka.topic, at.cfg.kafka.partitions);
+      std::cerr << "  " << name << " committed/log end:";
+      for (size_t p = 0; p < ends.size(); ++p)
+        std::cerr << " p" << p << " " << committed[p] << "/" << ends[p];
+      std::cerr << "\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "  (broker: " << e.what() << ")\n";
+  }
+  std::cerr << std::flush;
+}
 
 } // namespace
 
@@ -82,6 +144,8 @@ bool wait_until(const std::function<bool()>& pred,
                       : "; the last quiescence check found " +
                           last_quiescence_gap)
                 << std::endl;
+      if (!last_quiescence_gap.empty())
+        print_stall_report();
       return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -94,10 +158,10 @@ tree::tree(const config::settings& cfg, const endpoints& ep,
   configure_actor_system(caf_cfg_);
   sys_ = std::make_unique<caf::actor_system>(caf_cfg_);
   metrics_ = std::make_shared<telemetry>();
-  auto faults = std::make_shared<chaos>(cfg.chaos, metrics_);
-  root_ = ef::start(*sys_, cfg, ep, metrics_, faults, std::move(consumers));
+  faults_ = std::make_shared<chaos>(cfg.chaos, metrics_);
+  root_ = ef::start(*sys_, cfg, ep, metrics_, faults_, std::move(consumers));
   http_ = std::make_unique<app::http_frontend>(*sys_, root_, cfg, metrics_, ep,
-                                               faults);
+                                               faults_);
   http_->start();
   url_ = http_->url();
 }
@@ -167,8 +231,31 @@ std::string eventforge_binary() {
 
 bool quiescent(database& db, const config::settings& cfg,
                const std::string& brokers) {
+  last_quiescence_at = {db.dsn(), brokers, cfg};
   last_quiescence_gap = app::quiescence_gap(cfg, {db.dsn(), brokers});
   return last_quiescence_gap.empty();
+}
+
+bool warm_up_every_partition(tree& t, database& db, const config::settings& cfg,
+                             const std::string& brokers,
+                             const std::string& customer, int at_least) {
+  auto every_partition_has_a_record = [&] {
+    auto ends =
+      kafka::log_end_offsets(brokers, cfg.kafka.topic, cfg.kafka.partitions);
+    return std::all_of(ends.begin(), ends.end(),
+                       [](std::int64_t end) { return end > 0; });
+  };
+  for (int i = 0; i < at_least || !every_partition_has_a_record(); ++i) {
+    if (i >= 50 ||
+        post_json(t.url(), "/orders", order_body(customer, 1, 100)).first !=
+          201 ||
+        !wait_until([&] {
+          return db.scalar<int>(
+                   "SELECT count(*) FROM outbox WHERE sent_at IS NULL") == 0;
+        }))
+      return false;
+  }
+  return wait_until([&] { return quiescent(db, cfg, brokers); });
 }
 
 } // namespace ef::test

@@ -3,6 +3,7 @@
 // Test harness: real PostgreSQL (a throwaway private cluster), the real Kafka
 // protocol (the in-process mock cluster), and the real tree and HTTP API.
 
+#include "actors/chaos.hpp"
 #include "actors/eventforge.hpp"
 #include "app/http_frontend.hpp"
 #include "config/settings.hpp"
@@ -70,6 +71,8 @@ public:
   caf::actor_system& system() { return *sys_; }
   eventforge_actor root() const { return root_; }
   const std::string& url() const { return url_; }
+  /// The tree's fault injector (no point enabled unless cfg.chaos says so).
+  chaos& faults() { return *faults_; }
   /// Stops HTTP and the tree, waiting for every actor to finish.
   void stop();
 
@@ -78,6 +81,7 @@ private:
   std::unique_ptr<caf::actor_system> sys_;
   eventforge_actor root_;
   std::shared_ptr<telemetry> metrics_;
+  std::shared_ptr<chaos> faults_;
   std::unique_ptr<app::http_frontend> http_;
   std::string url_;
 };
@@ -105,6 +109,15 @@ std::string eventforge_binary();
 /// event and every group committed up to the log end.
 bool quiescent(database& db, const config::settings& cfg,
                const std::string& brokers);
+
+/// Places orders of `customer` one at a time, each published before the
+/// next, until there are `at_least` and every partition of the topic holds
+/// a record; then waits for quiescence. Every partition's consumers have
+/// then fetched, opened their sessions and committed. False if that takes
+/// more than 50 orders or quiescence does not come.
+bool warm_up_every_partition(tree& t, database& db, const config::settings& cfg,
+                             const std::string& brokers,
+                             const std::string& customer, int at_least = 3);
 
 /// Counter snapshot of a running tree (telemetry series -> value).
 using ef::counters;
