@@ -37,7 +37,8 @@ void group_member_state::on_assigned(const std::vector<std::int32_t>& parts) {
   if (closing)
     return;
   ctx->metrics->add("consumer_rebalances_total", {{"consumer", consumer_name}});
-  assigned_once = assigned_once || !parts.empty();
+  if (!parts.empty())
+    watching_assignment = false;
   for (auto p : parts) {
     spdlog::info("{}: assigned partition {}", consumer_name, p);
     start_worker(p);
@@ -244,12 +245,12 @@ void group_member_state::poll_once() {
 
 void group_member_state::report_if_unassigned(
   std::chrono::steady_clock::time_point now) {
-  if (assigned_once || reported_unassigned)
+  if (!watching_assignment)
     return;
   auto limit = 3 * std::chrono::milliseconds(ctx->cfg.kafka.session_timeout_ms);
   if (now - subscribed_at < limit)
     return;
-  reported_unassigned = true;
+  watching_assignment = false;
   spdlog::warn("{}: no partition assigned {} ms after subscribing to {}: "
                "expected if the group has more members than the topic has "
                "partitions, otherwise the group join is stuck",

@@ -64,11 +64,10 @@ struct group_member_state {
   /// Set once our supervisor asked us to stop: no more polling, partition
   /// actors are stopped, and we quit with this reason after the last one.
   std::optional<caf::error> stopping;
-  /// When the member subscribed, and whether it was ever assigned a
-  /// partition or already said it was not (report_if_unassigned).
+  /// When the member subscribed, and whether report_if_unassigned still
+  /// watches (until the first partition is assigned or it has warned).
   std::chrono::steady_clock::time_point subscribed_at{};
-  bool assigned_once = false;
-  bool reported_unassigned = false;
+  bool watching_assignment = true;
 
   ~group_member_state();
 
