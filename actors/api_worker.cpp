@@ -224,7 +224,7 @@ api_worker(api_worker_actor::stateful_pointer<api_worker_state> self,
     // Commits what is gathered; nothing is held after that.
     [=](drain_atom) {
       self->state.flush();
-      return true;
+      return drain_report{true, {}};
     },
   };
 }

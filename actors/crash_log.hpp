@@ -2,6 +2,7 @@
 
 #include "actors/chaos.hpp"
 #include "actors/context.hpp"
+#include "persistence/db_error.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -16,11 +17,28 @@ inline caf::atom_value chaos_error_category() {
   return caf::atom("ef_chaos");
 }
 
+/// Error category of exits caused by a database outage: the code is the
+/// persistence::db_errc (unavailable, or in_doubt: the session broke).
+inline caf::atom_value db_error_category() {
+  return caf::atom("ef_db");
+}
+
+/// True if `reason` is a database outage: the server could not be reached
+/// or the session broke. Restarting the actor's parent cannot mend that, so
+/// supervisors restart such a child with backoff for as long as the outage
+/// lasts and never escalate it.
+inline bool is_outage(const caf::error& reason) {
+  return reason.category() == db_error_category();
+}
+
 /// Classifies an exit reason for restart counters: "injected" (a chaos crash
-/// point), "exception" (any other exception), or CAF's name for the reason.
+/// point), "db_unavailable" (a database outage), "exception" (any other
+/// exception), or CAF's name for the reason.
 inline std::string reason_class(const caf::error& reason) {
   if (reason.category() == chaos_error_category())
     return "injected";
+  if (is_outage(reason))
+    return "db_unavailable";
   if (reason == caf::sec::runtime_error)
     return "exception";
   return to_string(reason);
@@ -39,6 +57,14 @@ inline void log_crashes(caf::scheduled_actor* self, std::string who) {
         return caf::error{
           static_cast<std::uint8_t>(static_cast<int>(e.point) + 1),
           chaos_error_category()};
+      } catch (const persistence::db_error& e) {
+        using persistence::db_errc;
+        if (e.code() == db_errc::unavailable || e.code() == db_errc::in_doubt) {
+          spdlog::warn("{}: database unavailable: {}", who, e.what());
+          return caf::error{static_cast<std::uint8_t>(e.code()),
+                            db_error_category()};
+        }
+        spdlog::error("{} crashed: {}", who, e.what());
       } catch (const std::exception& e) {
         spdlog::error("{} crashed: {}", who, e.what());
       } catch (...) {

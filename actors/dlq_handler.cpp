@@ -165,7 +165,9 @@ dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
       self->send(self, poll_atom::value);
     },
     // Each DLQ record is stored before its offset commit: nothing is held.
-    [=](drain_atom) { return true; },
+    [=](drain_atom) {
+      return drain_report{true, {}};
+    },
     [=](dlq_command& cmd) -> caf::result<dlq_reply> {
       try {
         return self->state.execute(cmd);

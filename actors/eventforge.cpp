@@ -102,13 +102,21 @@ counter_map counters(caf::actor_system& sys, const eventforge_actor& root) {
   return out;
 }
 
-bool drain(caf::actor_system& sys, const eventforge_actor& root,
-           std::chrono::milliseconds timeout) {
-  bool drained = false;
+drain_report drain(caf::actor_system& sys, const eventforge_actor& root,
+                   std::chrono::milliseconds timeout) {
+  drain_report report;
   caf::scoped_actor self{sys};
   self->request(root, timeout, drain_atom::value)
-    .receive([&](bool ok) { drained = ok; }, [&](caf::error&) {});
-  return drained;
+    .receive([&](drain_report& r) { report = std::move(r); },
+             [&](caf::error& err) {
+               report.drained = false;
+               report.not_drained.push_back(
+                 "root: " + (err == caf::sec::request_timeout
+                               ? "no answer within " +
+                                   std::to_string(timeout.count()) + " ms"
+                               : sys.render(err)));
+             });
+  return report;
 }
 
 bool stop(caf::actor_system& sys, const eventforge_actor& root,
@@ -147,6 +155,12 @@ void configure_actor_system(caf::actor_system_config& cfg) {
         out += context.get_as<std::string>(1) + ")";
       }
       return out;
+    });
+  cfg.add_error_category(
+    db_error_category(),
+    [](std::uint8_t code, caf::atom_value, const caf::message&) {
+      return std::string("ef_db: database ") +
+             persistence::to_string(static_cast<persistence::db_errc>(code));
     });
   cfg.add_error_category(
     chaos_error_category(),

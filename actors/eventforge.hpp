@@ -58,12 +58,15 @@ counter_map counters(caf::actor_system& sys, const eventforge_actor& root);
 
 /// Graceful stop of a running tree: every relay finishes its batch and
 /// stops; every group member stops fetching, waits until its partition
-/// actors applied what they hold, and commits their offsets. Returns true
-/// once all did, false if `timeout` passed first. The tree keeps running
-/// (idle): stop it with an exit message afterwards. Whatever a drain does
-/// not finish is redelivered after a restart; nothing is lost either way.
-bool drain(caf::actor_system& sys, const eventforge_actor& root,
-           std::chrono::milliseconds timeout);
+/// actors applied what they hold, and commits their offsets. The report is
+/// drained once all did; otherwise it names every actor that answered it
+/// did not drain (a failed final offset commit), failed, or did not answer
+/// within shutdown.drain-timeout-ms, and "root" if the whole answer did not
+/// come within `timeout`. The tree keeps running (idle): stop it with
+/// ef::stop afterwards. Whatever a drain does not finish is redelivered
+/// after a restart; nothing is lost either way.
+drain_report drain(caf::actor_system& sys, const eventforge_actor& root,
+                   std::chrono::milliseconds timeout);
 
 /// Stops the tree and waits until every actor in it has terminated (each
 /// supervisor stops its children and goes last), leaving the host's own

@@ -153,11 +153,21 @@ void group_member_state::housekeeping() {
                      consumer_name, p);
         consumer->pause(p); // and slot.paused stays false
       }
+    if (housekeeping_failing) {
+      spdlog::info("{}: lost positions and the broker epoch are readable "
+                   "again",
+                   consumer_name);
+      housekeeping_failing = false;
+    }
   } catch (const std::exception& e) {
     // The partition stays stopped (nothing is skipped); try again later.
-    spdlog::warn("{}: cannot settle lost positions or read the broker epoch "
-                 "yet: {}",
-                 consumer_name, e.what());
+    // Once per outage at warn, then at debug: it is retried every second.
+    spdlog::log(housekeeping_failing ? spdlog::level::debug
+                                     : spdlog::level::warn,
+                "{}: cannot settle lost positions or read the broker epoch "
+                "yet: {}",
+                consumer_name, e.what());
+    housekeeping_failing = true;
   }
 }
 
@@ -277,7 +287,8 @@ void group_member_state::on_done(const record_done& d) {
   }
 }
 
-void group_member_state::commit_done(const std::vector<std::int32_t>* only) {
+std::string
+group_member_state::commit_done(const std::vector<std::int32_t>* only) {
   std::vector<std::pair<std::int32_t, std::int64_t>> offsets;
   for (auto& [p, slot] : owned) {
     if (only && std::find(only->begin(), only->end(), p) == only->end())
@@ -287,13 +298,13 @@ void group_member_state::commit_done(const std::vector<std::int32_t>* only) {
   }
   last_commit = std::chrono::steady_clock::now();
   if (offsets.empty())
-    return;
+    return {};
   auto err = consumer->commit(offsets);
   if (!err.empty()) {
     // Not fatal: the records are applied, so a later commit (or the next
     // owner's redelivery, suppressed as duplicates) settles it.
     spdlog::warn("{}: offset commit failed: {}", consumer_name, err);
-    return;
+    return err;
   }
   for (auto& [p, off] : offsets) {
     auto& slot = owned[p];
@@ -308,14 +319,15 @@ void group_member_state::commit_done(const std::vector<std::int32_t>* only) {
       slot.awaiting_commit.pop_front();
     }
   }
+  return {};
 }
 
-caf::typed_response_promise<bool> group_member_state::drain() {
+caf::typed_response_promise<drain_report> group_member_state::drain() {
   for (auto& [p, slot] : owned) {
     consumer->pause(p);
     slot.paused = true;
   }
-  drain_reply = self->make_response_promise<bool>();
+  drain_reply = self->make_response_promise<drain_report>();
   auto rp = *drain_reply;
   finish_drain();
   return rp;
@@ -325,10 +337,17 @@ void group_member_state::finish_drain() {
   for (auto& [p, slot] : owned)
     if (slot.in_flight > 0)
       return;
-  commit_done();
-  spdlog::info("{}: drained: every fetched record is applied and committed",
-               consumer_name);
-  drain_reply->deliver(true);
+  if (auto err = commit_done(); !err.empty()) {
+    drain_reply->deliver(
+      drain_report{false,
+                   {"every fetched record is applied, but the offset "
+                    "commit failed: " +
+                    err}});
+  } else {
+    spdlog::info("{}: drained: every fetched record is applied and committed",
+                 consumer_name);
+    drain_reply->deliver(drain_report{true, {}});
+  }
   drain_reply.reset();
 }
 
@@ -342,7 +361,7 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
     spdlog::warn("{}: partition {} actor crashed ({}); restarting from the "
                  "committed offset",
                  consumer_name, p, self->system().render(em.reason));
-    if (!restarts->allow())
+    if (!is_outage(em.reason) && !restarts->allow())
       throw std::runtime_error(consumer_name +
                                ": partition actors exceed the restart "
                                "intensity; escalating");
@@ -435,7 +454,9 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
       self->send(self, poll_atom::value);
     },
     [=](record_done& d) { self->state.on_done(d); },
-    [=](drain_atom) -> caf::result<bool> { return self->state.drain(); },
+    [=](drain_atom) -> caf::result<drain_report> {
+      return self->state.drain();
+    },
     [=](children_atom) {
       std::map<std::string, caf::actor> live;
       for (auto& [p, slot] : self->state.owned)

@@ -4,6 +4,7 @@
 #include "actors/partition_worker.hpp"
 #include "actors/restart_policy.hpp"
 #include "kafka/group_consumer.hpp"
+#include "messages/control_messages.hpp"
 #include "persistence/repair_store.hpp"
 
 #include <caf/all.hpp>
@@ -55,12 +56,14 @@ struct group_member_state {
   std::map<std::int32_t, std::int64_t> lost;
   int epoch = 0; ///< broker epoch the positions belong to (0: not read yet)
   std::chrono::steady_clock::time_point next_check{};
+  /// The last housekeeping could not read the database or the broker.
+  bool housekeeping_failing = false;
   std::optional<restart_policy> restarts;
   std::chrono::steady_clock::time_point last_commit{};
   bool closing = false;
   /// Graceful stop: partitions stay paused; answered once nothing is in
   /// flight and the offsets are committed.
-  std::optional<caf::typed_response_promise<bool>> drain_reply;
+  std::optional<caf::typed_response_promise<drain_report>> drain_reply;
   /// Set once our supervisor asked us to stop: no more polling, partition
   /// actors are stopped, and we quit with this reason after the last one.
   std::optional<caf::error> stopping;
@@ -98,11 +101,13 @@ struct group_member_state {
   void housekeeping();
   void poll_once();
   void on_done(const record_done& d);
-  /// Commits every partition whose applied position moved (or just these).
-  void commit_done(const std::vector<std::int32_t>* only = nullptr);
+  /// Commits every partition whose applied position moved (or just these);
+  /// returns the broker's error ("" on success).
+  std::string commit_done(const std::vector<std::int32_t>* only = nullptr);
   /// Stops fetching; the reply waits for the workers to finish.
-  caf::typed_response_promise<bool> drain();
-  /// Answers a pending drain once every partition is done and committed.
+  caf::typed_response_promise<drain_report> drain();
+  /// Answers a pending drain once every partition is done and committed
+  /// (not drained if the final commit fails).
   void finish_drain();
   /// Handles the exit of a linked partition actor; false if not ours.
   bool on_worker_exit(const caf::exit_msg& em);

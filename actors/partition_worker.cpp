@@ -53,7 +53,8 @@ failure classify(const persistence::db_error& e) {
   auto kind = std::string("db_") + to_string(e.code());
   return {e.code() == db_errc::permanent ? failure_class::permanent
                                          : failure_class::transient,
-          kind, e.what()};
+          kind, e.what(),
+          e.code() == db_errc::unavailable || e.code() == db_errc::in_doubt};
 }
 
 } // namespace
@@ -64,7 +65,7 @@ std::chrono::milliseconds partition_worker_state::backoff() const {
   thread_local std::mt19937 rng{std::random_device{}()};
   auto& c = ctx->cfg.consumer;
   auto exp = std::min<long>(static_cast<long>(c.backoff_initial_ms)
-                              << std::min(attempts - 1, 20),
+                              << std::min(failures_in_a_row - 1, 20),
                             c.backoff_max_ms);
   std::uniform_int_distribution<long> half(0, exp / 2);
   return std::chrono::milliseconds(exp - exp / 2 + half(rng));
@@ -95,6 +96,18 @@ bool partition_worker_state::blocked_behind_parked(const order_event& ev,
 
 std::optional<failure>
 partition_worker_state::attempt(const partition_record& rec) {
+  try {
+    return attempt_unguarded(rec);
+  } catch (const persistence::db_error& e) {
+    // The DLQ status, the parked-key check, the transaction or the release
+    // of the next parked event: whichever read or write failed, the record
+    // stays at the front and is tried again.
+    return classify(e);
+  }
+}
+
+std::optional<failure>
+partition_worker_state::attempt_unguarded(const partition_record& rec) {
   telemetry::labels who{{"consumer", consumer}};
   ctx->metrics->add("consumer_deliveries_total", who);
   std::string error;
@@ -129,28 +142,24 @@ partition_worker_state::attempt(const partition_record& rec) {
     return failure{failure_class::transient, "injected_fault",
                    "event " + ev->event_id + " is poisoned by a demo scenario"};
   auto started = std::chrono::steady_clock::now();
-  try {
-    auto outcome = applier->apply(*ev,
-                                  [&] {
-                                    ctx->faults->check(
-                                      crash_point::consumer_before_db_commit,
-                                      crash_key, site);
-                                  },
-                                  {rec.partition, rec.offset});
-    if (outcome == persistence::apply_outcome::order_missing)
-      return failure{failure_class::transient, "order_missing",
-                     "order " + ev->order_id + " not found"};
-    note(*ev, outcome, rec);
-    ctx->metrics->observe(
-      "consumer_handler_seconds", who,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-        .count());
-    // The seed's consumer window: committed in the DB, offset not yet.
-    ctx->faults->check(crash_point::consumer_after_db_before_offset, crash_key,
-                       site);
-  } catch (const persistence::db_error& e) {
-    return classify(e);
-  }
+  auto outcome =
+    applier->apply(*ev,
+                   [&] {
+                     ctx->faults->check(crash_point::consumer_before_db_commit,
+                                        crash_key, site);
+                   },
+                   {rec.partition, rec.offset});
+  if (outcome == persistence::apply_outcome::order_missing)
+    return failure{failure_class::transient, "order_missing",
+                   "order " + ev->order_id + " not found"};
+  note(*ev, outcome, rec);
+  ctx->metrics->observe(
+    "consumer_handler_seconds", who,
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+      .count());
+  // The seed's consumer window: committed in the DB, offset not yet.
+  ctx->faults->check(crash_point::consumer_after_db_before_offset, crash_key,
+                     site);
   // A replayed head is through: release the next parked event of its order,
   // so the order's events follow in their original order.
   if (!rec.header(record_header::dlq_replay_of).empty() &&
@@ -231,6 +240,16 @@ void partition_worker_state::note(const order_event& ev,
   }
 }
 
+bool partition_worker_state::blocked_behind_parked_or_unknown(
+  const order_event& ev, const partition_record& rec) {
+  try {
+    failure ignored;
+    return blocked_behind_parked(ev, rec, ignored);
+  } catch (const persistence::db_error&) {
+    return true; // the one-at-a-time path meets the error and backs off
+  }
+}
+
 size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
   auto limit =
     std::min(pending.size(), static_cast<size_t>(ctx->cfg.consumer.batch_max));
@@ -247,8 +266,7 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
       break;
     std::string error; // decode_value also refuses unknown event types
     auto ev = kafka::decode_value(rec.value, rec.key, error);
-    failure blocked;
-    if (!ev || blocked_behind_parked(*ev, rec, blocked) ||
+    if (!ev || blocked_behind_parked_or_unknown(*ev, rec) ||
         ctx->faults->poisoned(consumer + "/" +
                               chaos_key(rec.header(record_header::traceparent),
                                         ev->event_type, ev->event_id)))
@@ -360,7 +378,17 @@ bool partition_worker_state::park(const partition_record& rec,
                        chaos_key(rec.header(record_header::traceparent),
                                  e.event_type, e.event_id),
                      {rec.key, ev ? ev->event_id : "", consumer});
-  dlq->store().park(e, true);
+  try {
+    dlq->store().park(e, true);
+  } catch (const persistence::db_error& err) {
+    // The DLQ holds a copy; the entry is stored when the record is tried
+    // again (the copy's reader will not store it for an event that gets
+    // applied meanwhile: dlq_store::park).
+    spdlog::warn("{} p{} offset {}: DLQ entry not stored ({}); the offset "
+                 "stays",
+                 consumer, partition, rec.offset, err.what());
+    return false;
+  }
   if (parked_orders)
     parked_orders->insert(rec.key);
   event_log::hop("parked", rec.key, e.event_id,
@@ -383,9 +411,23 @@ partition_worker_state::drain(caf::event_based_actor* self) {
     auto& rec = pending.front();
     auto fail = attempt(rec);
     if (fail) {
-      ++attempts;
-      if (attempts == 1)
+      ++failures_in_a_row;
+      if (first_failure_at.empty())
         first_failure_at = now_rfc3339();
+      if (fail->outage) {
+        ctx->metrics->add("consumer_retries_total", {{"consumer", consumer}});
+        auto delay = backoff();
+        // Once per outage at warn; its later retries only at debug.
+        spdlog::log(in_outage ? spdlog::level::debug : spdlog::level::warn,
+                    "{} p{} offset {}: {}; retrying every {} ms or less "
+                    "while the database is unavailable (not counted "
+                    "against consumer.max-attempts)",
+                    consumer, partition, rec.offset, fail->message,
+                    ctx->cfg.consumer.backoff_max_ms);
+        in_outage = true;
+        return delay;
+      }
+      ++attempts;
       bool exhausted = fail->cls == failure_class::permanent ||
                        attempts >= ctx->cfg.consumer.max_attempts;
       if (!exhausted) {
@@ -400,7 +442,13 @@ partition_worker_state::drain(caf::event_based_actor* self) {
       if (!park(rec, ev ? &*ev : nullptr, *fail))
         return backoff(); // the DLQ is unreachable: keep the record
     }
+    if (in_outage) {
+      spdlog::info("{} p{}: the database is back; offset {} is through",
+                   consumer, partition, rec.offset);
+      in_outage = false;
+    }
     attempts = 0;
+    failures_in_a_row = 0;
     first_failure_at.clear();
     if (singles_left > 0)
       --singles_left;

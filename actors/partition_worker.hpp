@@ -32,6 +32,11 @@ struct failure {
   failure_class cls;
   std::string kind;
   std::string message;
+  /// The database could not be reached (or the session broke): not the
+  /// record's fault, and parking it would need that database. Retried with
+  /// backoff for as long as the outage lasts, without spending the
+  /// record's consumer.max-attempts.
+  bool outage = false;
 };
 
 /// Applies the records of ONE owned partition, strictly in offset order:
@@ -64,7 +69,14 @@ struct partition_worker_state {
   /// batching again, so a poison record is isolated exactly as without
   /// batches.
   size_t singles_left = 0;
+  /// Failed attempts at the front record that count towards
+  /// consumer.max-attempts (an outage does not).
   int attempts = 0;
+  /// Failed attempts at the front record in a row, outages included: the
+  /// exponent of the backoff.
+  int failures_in_a_row = 0;
+  /// The front record waits for the database: logged once at warn.
+  bool in_outage = false;
   /// A suppressed duplicate was recorded in the recovery journal and must
   /// be written before any offset past it is reported done.
   bool journal_unflushed = false;
@@ -74,8 +86,10 @@ struct partition_worker_state {
   /// delay before the next attempt, or zero when the queue drained.
   std::chrono::milliseconds drain(caf::event_based_actor* self);
   /// One attempt at the front record: nullopt when done (applied,
-  /// suppressed or parked), else the failure.
+  /// suppressed or parked), else the failure. Every database error, on any
+  /// read or write of the attempt, is a failure here, never a crash.
   std::optional<failure> attempt(const partition_record& rec);
+  std::optional<failure> attempt_unguarded(const partition_record& rec);
   /// Applies the plain records at the front of the queue in one
   /// transaction (up to consumer.batch-max) and reports each done, in
   /// offset order; returns how many. 0 when fewer than two qualify, during
@@ -91,13 +105,18 @@ struct partition_worker_state {
   /// journal line of one applied, suppressed or deferred delivery.
   void note(const order_event& ev, persistence::apply_outcome outcome,
             const partition_record& rec);
-  /// Parks `rec` in the DLQ; false if the DLQ did not acknowledge it.
+  /// Parks `rec` in the DLQ; false if the DLQ did not acknowledge it or the
+  /// entry could not be stored (the record is then retried).
   bool park(const partition_record& rec, const order_event* ev,
             const failure& why);
   /// True if the event's order has a parked head that this event must wait
   /// behind (sets `why`).
   bool blocked_behind_parked(const order_event& ev, const partition_record& rec,
                              failure& why);
+  /// blocked_behind_parked for a batch: a database error ends the batch
+  /// (true) instead of crashing the actor.
+  bool blocked_behind_parked_or_unknown(const order_event& ev,
+                                        const partition_record& rec);
   std::chrono::milliseconds backoff() const;
 
   static inline const char* name = "partition";

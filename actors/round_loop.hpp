@@ -1,6 +1,7 @@
 #pragma once
 
 #include "messages/atoms.hpp"
+#include "messages/control_messages.hpp"
 
 #include <caf/all.hpp>
 
@@ -22,7 +23,7 @@ enum class on_drain {
 /// The behavior of an actor that works in rounds (relay, janitor, repairer,
 /// gauge sampler): `State::round()` does one round and returns the delay
 /// before the next (zero: at once). Rounds are self-sent messages, so exit
-/// and drain messages are handled between them. A drain answers true at
+/// and drain messages are handled between them. A drain answers drained at
 /// once, since between rounds such an actor holds nothing.
 template <class State>
 caf::behavior round_loop(caf::stateful_actor<State>* self,
@@ -33,7 +34,7 @@ caf::behavior round_loop(caf::stateful_actor<State>* self,
     [=](drain_atom) {
       if (policy == on_drain::stop_rounds)
         *stopped = true;
-      return true;
+      return drain_report{true, {}};
     },
     [=](poll_atom) {
       if (*stopped)

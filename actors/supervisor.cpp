@@ -71,7 +71,10 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
                       {{"kind", c.spec.kind}, {"reason", reason}});
     spdlog::warn("{}: {} crashed ({}); restarting", label, c.spec.name,
                  self->system().render(em.reason));
-    if (!restarts->allow())
+    // An outage of the database is waited out here: restarting our own
+    // supervisor would not bring it back, so it never counts towards
+    // escalation (the backoff below still paces the restarts).
+    if (!is_outage(em.reason) && !restarts->allow())
       throw std::runtime_error(label + ": restart intensity exceeded after " +
                                c.spec.name + " crashed (" +
                                self->system().render(em.reason) + ")");
@@ -93,6 +96,56 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
     return true;
   }
   return false;
+}
+
+caf::result<drain_report> supervisor_state::drain() {
+  std::vector<const child*> live;
+  for (auto& c : children)
+    if (c.current)
+      live.push_back(&c);
+  if (live.empty())
+    return drain_report{true, {}};
+  auto rp = self->make_response_promise<drain_report>();
+  // One report for all children: each answer (or its absence) adds to it,
+  // and the last one delivers it.
+  auto report = std::make_shared<drain_report>(drain_report{true, {}});
+  auto left = std::make_shared<size_t>(live.size());
+  auto leaf_timeout =
+    std::chrono::milliseconds(ctx->cfg.shutdown.drain_timeout_ms);
+  auto answered = [rp, report, left]() mutable {
+    if (--*left == 0)
+      rp.deliver(*report);
+  };
+  for (auto* c : live) {
+    auto name = c->spec.name;
+    // A sub-supervisor waits for its own children's timeouts first: given a
+    // second more, its report names the descendant that hung.
+    auto timeout = leaf_timeout + (c->spec.kind == "supervisor"
+                                     ? drain_grace_per_level
+                                     : std::chrono::milliseconds(0));
+    self->request(c->current, timeout, drain_atom::value)
+      .then(
+        [=](drain_report& r) mutable {
+          if (!r.drained) {
+            report->drained = false;
+            if (r.not_drained.empty())
+              report->not_drained.push_back(name + ": did not drain");
+            for (auto& n : r.not_drained)
+              report->not_drained.push_back(name + "/" + n);
+          }
+          answered();
+        },
+        [=](caf::error& err) mutable {
+          report->drained = false;
+          report->not_drained.push_back(
+            name + ": " +
+            (err == caf::sec::request_timeout
+               ? "no answer within " + std::to_string(timeout.count()) + " ms"
+               : self->system().render(err)));
+          answered();
+        });
+  }
+  return rp;
 }
 
 caf::actor supervisor_state::next_on(const std::string& route) {
@@ -154,31 +207,8 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
       }
     },
     [=](stats_atom) { return self->state.ctx->metrics->snapshot(); },
-    [=](drain_atom) -> caf::result<bool> {
-      // Ask every live child; answer once all have (an error or a timeout
-      // counts as an answer: the caller stops the tree either way).
-      std::vector<caf::actor> live;
-      for (auto& c : self->state.children)
-        if (c.current)
-          live.push_back(c.current);
-      if (live.empty())
-        return true;
-      auto rp = self->make_response_promise<bool>();
-      auto left = std::make_shared<size_t>(live.size());
-      auto timeout = std::chrono::milliseconds(
-        self->state.ctx->cfg.shutdown.drain_timeout_ms);
-      for (auto& child : live)
-        self->request(child, timeout, drain_atom::value)
-          .then(
-            [=](bool) mutable {
-              if (--*left == 0)
-                rp.deliver(true);
-            },
-            [=](caf::error&) mutable {
-              if (--*left == 0)
-                rp.deliver(true);
-            });
-      return rp;
+    [=](drain_atom) -> caf::result<drain_report> {
+      return self->state.drain();
     },
     [=](children_atom) {
       std::map<std::string, caf::actor> live;

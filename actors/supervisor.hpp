@@ -2,6 +2,7 @@
 
 #include "actors/context.hpp"
 #include "actors/restart_policy.hpp"
+#include "messages/control_messages.hpp"
 
 #include <caf/all.hpp>
 
@@ -60,6 +61,9 @@ struct supervisor_state {
   void on_stopped_child(const caf::actor_addr& source);
   /// Quits if stopping and no child is left.
   void quit_when_empty();
+  /// Passes a drain to every live child; the report names each descendant
+  /// that answered it did not drain, failed, or did not answer in time.
+  caf::result<drain_report> drain();
   /// The next live child on `route`, or an invalid handle.
   caf::actor next_on(const std::string& route);
 

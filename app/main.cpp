@@ -122,12 +122,19 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
   });
   http.stop(); // no new requests; those in flight are answered
   if (!tree_failed) {
-    if (ef::drain(sys, root, timeout))
+    // The root's children report first, naming whatever did not drain.
+    auto report = ef::drain(sys, root, timeout + 2 * ef::drain_grace_per_level);
+    if (report) {
       spdlog::info("drained: relays finished their batches, consumers "
                    "applied and committed what they held");
-    else
-      spdlog::warn("drain not finished within shutdown.drain-timeout-ms; "
-                   "stopping anyway (the rest is redelivered after restart)");
+    } else {
+      std::string which;
+      for (auto& n : report.not_drained)
+        which += (which.empty() ? "" : "; ") + n;
+      spdlog::warn("drain not finished ({}); stopping anyway (the rest is "
+                   "redelivered after restart)",
+                   which);
+    }
   }
   if (!ef::stop(sys, root, std::chrono::seconds(60)))
     spdlog::warn("the supervision tree did not stop within 60 s");

@@ -5,6 +5,7 @@
 // these lists does not compile (tests/compile_fail/ shows it).
 
 #include "messages/atoms.hpp"
+#include "messages/control_messages.hpp"
 #include "messages/dlq_messages.hpp"
 #include "messages/order_messages.hpp"
 
@@ -33,10 +34,11 @@ using counter_map = std::map<std::string, std::uint64_t>;
 
 /// Asking the tree as a whole: its counters, and a graceful drain (every
 /// relay finishes its batch, every consumer applies and commits what it
-/// fetched, then the answer is true; the tree keeps running, idle).
+/// fetched; the report says whether all did and names those that did not;
+/// the tree keeps running, idle).
 using control_api =
   caf::typed_actor<caf::replies_to<stats_atom>::with<counter_map>,
-                   caf::replies_to<drain_atom>::with<bool>>;
+                   caf::replies_to<drain_atom>::with<drain_report>>;
 
 /// The root of the tree, as ef::start() returns it to the host. To stop the
 /// tree, send it an exit message and wait for its down message.
@@ -46,11 +48,11 @@ using eventforge_actor = order_api::extend_with<dlq_api, control_api>;
 /// the drain its supervisor passes down.
 using api_worker_actor =
   order_api::extend<caf::reacts_to<flush_atom>,
-                    caf::replies_to<drain_atom>::with<bool>>;
+                    caf::replies_to<drain_atom>::with<drain_report>>;
 
 /// The DLQ handler: operator commands, its poll loop and the drain.
 using dlq_handler_actor =
   dlq_api::extend<caf::reacts_to<poll_atom>,
-                  caf::replies_to<drain_atom>::with<bool>>;
+                  caf::replies_to<drain_atom>::with<drain_report>>;
 
 } // namespace ef

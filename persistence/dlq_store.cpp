@@ -127,13 +127,21 @@ std::string dlq_store::fingerprint_of(const std::string& error_class,
 std::int64_t dlq_store::park(const dlq_entry& e, bool repark) {
   return db_->run([&](pqxx::connection& c) {
     pqxx::work w(c);
+    // A copy read from the DLQ topic (repark false) is stored only if its
+    // consumer has not applied the event since: a consumer whose entry could
+    // not be stored after the DLQ's ack (database down) tries the event
+    // again, and it may then pass.
+    std::optional<std::string> uuid;
+    if (uuid_at(e.event_id, 0) && e.event_id.size() == 36)
+      uuid = e.event_id;
     auto r = w.exec_params(
       "INSERT INTO dlq_events (consumer, event_id, order_key, value, "
       "event_type, error_class, error_message, fingerprint, attempts, "
       "source_topic, source_partition, source_offset, first_failure_at, "
-      "last_failure_at) VALUES ($1, $2, $3, decode($4, 'hex'), "
+      "last_failure_at) SELECT $1, $2, $3, decode($4, 'hex'), "
       "nullif($5, ''), $6, $7, $8, $9, $10, $11, $12, $13::timestamptz, "
-      "$14::timestamptz) "
+      "$14::timestamptz WHERE $15 OR NOT EXISTS (SELECT 1 FROM "
+      "processed_events WHERE consumer = $1 AND event_id = $16::uuid) "
       "ON CONFLICT (consumer, event_id) DO UPDATE SET status = 'parked', "
       "resolved_at = NULL, error_class = EXCLUDED.error_class, "
       "error_message = EXCLUDED.error_message, fingerprint = "
@@ -145,15 +153,17 @@ std::int64_t dlq_store::park(const dlq_entry& e, bool repark) {
       e.fingerprint.empty() ? fingerprint_of(e.error_class, e.error_message)
                             : e.fingerprint,
       e.attempts, e.source_topic, e.source_partition, e.source_offset,
-      e.first_failure_at, e.last_failure_at, repark);
+      e.first_failure_at, e.last_failure_at, repark, uuid);
     std::int64_t id = 0;
-    if (r.empty())
-      id = w.exec_params1("SELECT id FROM dlq_events WHERE consumer = $1 AND "
-                          "event_id = $2",
-                          e.consumer, e.event_id)[0]
-             .as<std::int64_t>();
-    else
+    if (r.empty()) {
+      auto existing = w.exec_params("SELECT id FROM dlq_events WHERE "
+                                    "consumer = $1 AND event_id = $2",
+                                    e.consumer, e.event_id);
+      if (!existing.empty())
+        id = existing[0][0].as<std::int64_t>();
+    } else {
       id = r[0][0].as<std::int64_t>();
+    }
     w.commit();
     return id;
   });

@@ -53,7 +53,9 @@ public:
   /// parking of the same delivery changes nothing; parking an entry that was
   /// replayed (and failed again) makes it parked again. Returns its id.
   /// `repark` is for the consumer that just failed the event again; the DLQ
-  /// topic's reader passes false, so a late copy never undoes a replay.
+  /// topic's reader passes false, so a late copy never undoes a replay, and
+  /// never stores an entry for an event its consumer has applied since
+  /// (then it returns 0).
   std::int64_t park(const dlq_entry& e, bool repark);
 
   /// Order keys with parked entries of `consumer`.

@@ -17,7 +17,8 @@ void host_asks(caf::event_based_actor* self, const ef::eventforge_actor& root) {
     .then([](ef::order_view&) {});
   self->request(root, timeout, ef::dlq_command{ef::dlq_verb::list, 0, "", ""})
     .then([](ef::dlq_reply&) {});
-  self->request(root, timeout, ef::drain_atom::value).then([](bool) {});
+  self->request(root, timeout, ef::drain_atom::value)
+    .then([](ef::drain_report&) {});
 #elif defined(EF_CASE_unknown_message)
   // Not in eventforge_actor: a plain string is no order command.
   self->request(root, timeout, std::string("place an order"));

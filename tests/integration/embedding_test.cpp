@@ -109,3 +109,50 @@ TEST_CASE("host_application_actors_place_and_read_orders_through_the_"
   }
   caf::anon_send_exit(clerk, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("drain_names_the_group_members_that_could_not_apply_what_they_"
+          "hold_and_succeeds_once_they_can") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.shutdown.drain_timeout_ms = 1000;
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  // Every consumer's transaction writes business_effects: while another
+  // session holds the table, each partition actor waits inside its
+  // transaction with the record in flight, and its group member cannot
+  // finish a drain.
+  pqxx::connection blocker(db.dsn());
+  pqxx::work lock(blocker);
+  lock.exec("LOCK TABLE business_effects IN ACCESS EXCLUSIVE MODE");
+  auto [status, body] =
+    test::post_json(t.url(), "/orders", test::order_body("drainer", 1, 100));
+  REQUIRE(status == 201);
+  auto waiting = [&] {
+    // Both consumers' sessions wait for the lock (pg_stat_activity).
+    return db.scalar<int>("SELECT count(*) FROM pg_stat_activity WHERE "
+                          "wait_event_type = 'Lock' AND datname = "
+                          "current_database()") >= 2;
+  };
+  REQUIRE(test::wait_until(waiting, 30s));
+  auto report = ef::drain(t.system(), t.root(), 10s);
+  CHECK_FALSE(report.drained);
+  std::string all;
+  for (auto& n : report.not_drained)
+    all += n + "\n";
+  INFO("not drained:\n" << all);
+  for (auto& c : cfg.consumer.enabled)
+    CHECK(
+      all.find("consumer-" + c + "/group-member: no answer within 1000 ms") !=
+      std::string::npos);
+  // Relays, API workers and the DLQ handler drained: only the two members.
+  CHECK(report.not_drained.size() == cfg.consumer.enabled.size());
+  lock.abort(); // releases the table: the held records are applied
+  REQUIRE(test::wait_until([&] {
+    return db.scalar<int>("SELECT count(*) FROM business_effects") ==
+           static_cast<int>(cfg.consumer.enabled.size());
+  }));
+  auto again = ef::drain(t.system(), t.root(), 10s);
+  CHECK(again.drained);
+  CHECK(again.not_drained.empty());
+  t.stop();
+}

@@ -114,8 +114,10 @@ pqxx::connection& database::conn() {
 }
 
 void database::exec(const std::string& sql) {
-  pqxx::nontransaction t(conn());
-  t.exec(sql);
+  with_conn([&](pqxx::connection& c) {
+    pqxx::nontransaction t(c);
+    t.exec(sql);
+  });
 }
 
 config::settings test_settings() {

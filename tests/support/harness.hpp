@@ -40,11 +40,24 @@ public:
   /// Runs `sql` and returns the first column of the first row.
   template <class T>
   T scalar(const std::string& sql) {
-    pqxx::nontransaction t(conn());
-    return t.exec1(sql)[0].as<T>();
+    return with_conn([&](pqxx::connection& c) {
+      pqxx::nontransaction t(c);
+      return t.exec1(sql)[0].as<T>();
+    });
   }
   void exec(const std::string& sql);
   pqxx::connection& conn();
+  /// Runs `f` on the test's connection; after a server restart broke it,
+  /// once more on a new one.
+  template <class F>
+  auto with_conn(F f) {
+    try {
+      return f(conn());
+    } catch (const pqxx::broken_connection&) {
+      conn_.reset();
+      return f(conn());
+    }
+  }
 
 private:
   temp_dir dir_;
