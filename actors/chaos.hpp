@@ -23,9 +23,14 @@ enum class crash_point : std::uint8_t {
   consumer_before_db_commit,
   consumer_after_db_before_offset,
   dlq_after_dlq_ack_before_offset,
+  /// A DLQ replay recorded its intent (entry "replaying"), nothing is
+  /// published yet.
+  dlq_replay_after_mark_before_publish,
+  /// The replayed record is acknowledged, the entry not yet "replayed".
+  dlq_replay_after_publish_before_mark,
 };
 
-constexpr int crash_point_count = 6;
+constexpr int crash_point_count = 8;
 
 /// "api.after_commit_before_reply", ...
 const char* to_string(crash_point p);

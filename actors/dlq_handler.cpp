@@ -4,30 +4,55 @@
 #include "config/options.hpp"
 #include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
+#include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
+#include "messages/text.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 namespace ef {
 
 namespace {
 
+std::string hex_of(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 0xf];
+  }
+  return out;
+}
+
+/// The DLQ entry a record of the DLQ topic describes. Anyone may write to
+/// that topic, so nothing is trusted: a header that is not a number counts
+/// as 0, an event ID that is not a UUID names the source position instead,
+/// and the store keeps every text field printable.
 persistence::dlq_entry entry_of(const partition_record& r) {
   persistence::dlq_entry e;
+  auto num = [&](const char* h) -> long long {
+    auto& v = r.header(h);
+    char* end = nullptr;
+    errno = 0;
+    auto n = std::strtoll(v.c_str(), &end, 10);
+    return v.empty() || errno != 0 || *end != '\0' ? 0 : n;
+  };
   e.consumer = r.header(record_header::dlq_consumer);
   e.event_id = r.header(record_header::event_id);
-  if (e.event_id.empty())
-    e.event_id = "offset:" + r.header(record_header::dlq_source_partition) +
-                 ":" + r.header(record_header::dlq_source_offset);
+  if (!is_uuid(e.event_id))
+    e.event_id =
+      "offset:" + std::to_string(num(record_header::dlq_source_partition)) +
+      ":" + std::to_string(num(record_header::dlq_source_offset));
   e.order_key = r.key;
+  e.key = r.key;
   e.value = r.value;
+  e.traceparent = r.header(record_header::traceparent);
   e.error_class = r.header(record_header::dlq_error_class);
   e.error_message = r.header(record_header::dlq_error_message);
-  auto num = [&](const char* h) {
-    auto& v = r.header(h);
-    return v.empty() ? 0LL : std::stoll(v);
-  };
   e.attempts = static_cast<int>(num(record_header::dlq_attempts));
   e.source_topic = r.header(record_header::dlq_source_topic);
   e.source_partition =
@@ -41,28 +66,40 @@ persistence::dlq_entry entry_of(const partition_record& r) {
 } // namespace
 
 std::string to_json(const persistence::dlq_entry& e) {
+  // A foreign producer's value need not be JSON, nor even text: it is shown
+  // as JSON if it is JSON, as a string if it is text, else in hex; the key
+  // likewise. Every other field is printable text already (the store).
   auto value = nlohmann::json::parse(e.value, nullptr, false);
-  return nlohmann::json{
-    {"id", e.id},
-    {"consumer", e.consumer},
-    {"event_id", e.event_id},
-    {"order_key", e.order_key},
-    {"event_type", e.event_type},
-    {"error_class", e.error_class},
-    {"error_message", e.error_message},
-    {"fingerprint", e.fingerprint},
-    {"attempts", e.attempts},
-    {"source",
-     {{"topic", e.source_topic},
-      {"partition", e.source_partition},
-      {"offset", e.source_offset}}},
-    {"first_failure_at", e.first_failure_at},
-    {"last_failure_at", e.last_failure_at},
-    {"parked_at", e.parked_at},
-    {"status", e.status},
-    {"age_seconds", e.age_seconds},
-    {"value", value.is_discarded() ? nlohmann::json(e.value) : value}}
-    .dump();
+  nlohmann::json out{{"id", e.id},
+                     {"consumer", e.consumer},
+                     {"event_id", e.event_id},
+                     {"order_key", e.order_key},
+                     {"event_type", e.event_type},
+                     {"error_class", e.error_class},
+                     {"error_message", e.error_message},
+                     {"fingerprint", e.fingerprint},
+                     {"attempts", e.attempts},
+                     {"source",
+                      {{"topic", e.source_topic},
+                       {"partition", e.source_partition},
+                       {"offset", e.source_offset}}},
+                     {"first_failure_at", e.first_failure_at},
+                     {"last_failure_at", e.last_failure_at},
+                     {"parked_at", e.parked_at},
+                     {"status", e.status},
+                     {"age_seconds", e.age_seconds}};
+  if (!e.traceparent.empty())
+    out["traceparent"] = e.traceparent;
+  if (!is_text(e.key))
+    out["key_hex"] = hex_of(e.key);
+  if (!value.is_discarded())
+    out["value"] = std::move(value);
+  else if (is_text(e.value))
+    out["value"] = e.value;
+  else
+    out["value_hex"] = hex_of(e.value);
+  // Replace, never throw, should anything still not be UTF-8.
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void dlq_handler_state::poll_once() {
@@ -83,6 +120,7 @@ void dlq_handler_state::poll_once() {
     consumer->restart_at(from_start);
     lost.clear();
   }
+  sweep_replays();
   auto rec = consumer->poll(50);
   if (!rec)
     return;
@@ -97,6 +135,23 @@ void dlq_handler_state::poll_once() {
   auto err = consumer->commit({{rec->partition, rec->offset + 1}});
   if (!err.empty())
     spdlog::warn("dlq: offset commit failed: {}", err);
+}
+
+void dlq_handler_state::sweep_replays() {
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_sweep)
+    return;
+  next_sweep = now + std::chrono::seconds(1);
+  // A replay in flight gets its whole delivery timeout before the sweep
+  // publishes it again.
+  auto grace =
+    std::chrono::milliseconds(ctx->cfg.kafka.delivery_timeout_ms + 1000);
+  try {
+    ops->sweep_replays(grace);
+  } catch (const persistence::db_error& e) {
+    // Read again next time; an outage is reported by others.
+    spdlog::debug("dlq: cannot look for unfinished replays: {}", e.what());
+  }
 }
 
 caf::result<dlq_reply> dlq_handler_state::execute(const dlq_command& cmd) {
@@ -130,10 +185,13 @@ caf::result<dlq_reply> dlq_handler_state::execute(const dlq_command& cmd) {
       return make_api_error(api_errc::not_found, "no such DLQ entry", "id");
     auto r = cmd.verb == dlq_verb::replay ? ops->replay(cmd.id, cmd.actor)
                                           : ops->discard(cmd.id, cmd.actor);
-    if (!r.ok)
+    if (!r.ok && !r.pending)
       return make_api_error(api_errc::conflict, r.message, "id");
-    return dlq_reply{
-      nlohmann::json{{"id", cmd.id}, {"result", r.message}}.dump()};
+    auto now = store.get(cmd.id);
+    return dlq_reply{nlohmann::json{{"id", cmd.id},
+                                    {"result", r.message},
+                                    {"status", now ? now->status : ""}}
+                       .dump()};
   }
   }
   return make_api_error(api_errc::invalid, "unknown DLQ command", "verb");
@@ -144,8 +202,8 @@ dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
             context_ptr ctx) {
   log_crashes(self, "dlq handler");
   auto& st = self->state;
-  st.ops = std::make_unique<dlq_operations>(ctx->dsn, ctx->brokers,
-                                            ctx->cfg.kafka.delivery_timeout_ms);
+  st.ops = std::make_unique<dlq_operations>(
+    ctx->dsn, ctx->brokers, ctx->cfg.kafka.delivery_timeout_ms, ctx->faults);
   kafka::group_consumer::callbacks cbs;
   auto* state = &st;
   cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
@@ -171,6 +229,14 @@ dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
     [=](dlq_command& cmd) -> caf::result<dlq_reply> {
       try {
         return self->state.execute(cmd);
+      } catch (const injected_crash&) {
+        throw; // a crash point of the replay: the actor fails, as it would
+      } catch (const persistence::db_error& e) {
+        // Every step of a replay is durable before the next, and a discard
+        // is one transaction: a failed call changed nothing or left a
+        // replay the sweep finishes.
+        return make_api_error(api_errc::unavailable,
+                              std::string("database: ") + e.what());
       } catch (const std::exception& e) {
         return make_api_error(api_errc::unavailable, e.what());
       }

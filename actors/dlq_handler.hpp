@@ -7,8 +7,8 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
 #include <map>
-
 #include <memory>
 
 namespace ef {
@@ -16,7 +16,9 @@ namespace ef {
 /// Consumes the DLQ topic into dlq_events (deduplicated by consumer + event
 /// ID; a late copy never re-parks an entry an operator already replayed),
 /// committing each offset after the row is stored. Executes operator
-/// commands (list, groups, show, replay, discard). Blocking, so detached.
+/// commands (list, groups, show, replay, discard). Once a second it
+/// finishes replays left "replaying" by a crash or a failed publish
+/// (dlq_operations::sweep_replays). Blocking, so detached.
 struct dlq_handler_state {
   context_ptr ctx;
   std::unique_ptr<dlq_operations> ops;
@@ -24,8 +26,12 @@ struct dlq_handler_state {
   /// DLQ partitions whose position the broker no longer holds.
   std::map<std::int32_t, std::int64_t> lost;
   std::chrono::steady_clock::time_point lost_since{};
+  std::chrono::steady_clock::time_point next_sweep{};
 
   void poll_once();
+  /// Once a second: republishes and marks replays older than their
+  /// delivery timeout that are still "replaying".
+  void sweep_replays();
   caf::result<dlq_reply> execute(const dlq_command& cmd);
 
   static inline const char* name = "dlq-handler";

@@ -9,8 +9,10 @@
 namespace ef {
 
 dlq_operations::dlq_operations(std::string dsn, std::string brokers,
-                               int delivery_timeout_ms)
+                               int delivery_timeout_ms,
+                               std::shared_ptr<chaos> faults)
     : brokers_(std::move(brokers)), delivery_timeout_ms_(delivery_timeout_ms),
+      faults_(std::move(faults)),
       store_(std::make_unique<persistence::dlq_store>(std::move(dsn))) {
   // nop
 }
@@ -28,32 +30,75 @@ kafka::outbox_producer& dlq_operations::producer_for(const std::string& topic) {
 dlq_operations::outcome dlq_operations::replay(std::int64_t id,
                                                const std::string& actor,
                                                const std::string& action) {
-  auto e = store_->get(id);
+  // Step 1: the intent is durable before anything is published. Each
+  // consumer decides from its own entry's status, and the record must never
+  // overtake that decision: from now on the entry says "replaying", so the
+  // consumer that parked it applies the record whenever it arrives.
+  std::string refused;
+  auto e = store_->begin_replay(id, refused);
   if (!e)
-    return {false, "no DLQ entry " + std::to_string(id)};
-  if (e->status == dlq_status::discarded)
-    return {false, "DLQ entry " + std::to_string(id) + " was discarded"};
+    return {false, refused.empty() ? "no DLQ entry " + std::to_string(id)
+                                   : "DLQ entry " + std::to_string(id) +
+                                       " was " + refused};
+  return publish_replay(*e, actor, action);
+}
+
+dlq_operations::outcome
+dlq_operations::publish_replay(const persistence::dlq_entry& e,
+                               const std::string& actor,
+                               const std::string& action) {
+  auto crash_key =
+    e.consumer + "/" + chaos_key(e.traceparent, e.event_type, e.event_id);
+  crash_site site{e.order_key, is_uuid(e.event_id) ? e.event_id : "",
+                  e.consumer};
+  if (faults_)
+    faults_->check(crash_point::dlq_replay_after_mark_before_publish,
+                   crash_key, site);
+  // Step 2.
   std::vector<std::pair<std::string, std::string>> headers{
-    {record_header::dlq_replay_of, std::to_string(id)}};
-  if (is_uuid(e->event_id))
-    headers.emplace_back(record_header::event_id, e->event_id);
-  if (!e->event_type.empty())
-    headers.emplace_back(record_header::event_type, e->event_type);
-  // Marked replayed BEFORE publishing: each consumer decides from its own
-  // entry's status, and the record must not overtake that decision.
-  store_->set_status(id, dlq_status::replayed);
-  auto d =
-    producer_for(e->source_topic).publish_raw(e->order_key, e->value, headers);
+    {record_header::dlq_replay_of, std::to_string(e.id)}};
+  if (is_uuid(e.event_id))
+    headers.emplace_back(record_header::event_id, e.event_id);
+  if (!e.event_type.empty())
+    headers.emplace_back(record_header::event_type, e.event_type);
+  if (!e.traceparent.empty())
+    headers.emplace_back(record_header::traceparent, e.traceparent);
+  auto d = producer_for(e.source_topic).publish_raw(e.key, e.value, headers);
   if (!d.persisted) {
-    store_->resolve(id, e->status, action, actor, "failed: " + d.error);
-    return {false, "replay of " + std::to_string(id) +
-                     " not acknowledged: " + d.error};
+    // Maybe written, maybe not: the entry stays "replaying", and the sweep
+    // publishes it again (a second copy is suppressed as a duplicate).
+    store_->record_action(e.id, action, actor,
+                          "not acknowledged: " + d.error +
+                            "; stays replaying, published again by the "
+                            "DLQ handler");
+    return {false,
+            "replay of " + std::to_string(e.id) +
+              " not acknowledged: " + d.error +
+              "; the entry stays replaying and is published again",
+            true};
   }
-  store_->resolve(id, dlq_status::replayed, action, actor, "published");
-  spdlog::info("dlq: {} entry {} (event {} order {}) by {}", action, id,
-               e->event_id, e->order_key, actor);
-  return {true, "replayed entry " + std::to_string(id) + " (event " +
-                  e->event_id + ")"};
+  if (faults_)
+    faults_->check(crash_point::dlq_replay_after_publish_before_mark,
+                   crash_key, site);
+  // Step 3.
+  store_->finish_replay(e.id, d.partition, d.offset, action, actor,
+                        "published");
+  spdlog::info("dlq: {} entry {} (event {} order {}) by {}", action, e.id,
+               e.event_id, e.order_key, actor);
+  return {true, "replayed entry " + std::to_string(e.id) + " (event " +
+                  e.event_id + ")"};
+}
+
+int dlq_operations::sweep_replays(std::chrono::milliseconds grace, int limit) {
+  int done = 0;
+  for (auto& e : store_->claim_stale_replays(grace, limit)) {
+    spdlog::warn("dlq: entry {} (event {} order {}) was left replaying "
+                 "(a crash or a failed publish); publishing it again",
+                 e.id, e.event_id, e.order_key);
+    if (publish_replay(e, "dlq-sweeper", "replay").ok)
+      ++done;
+  }
+  return done;
 }
 
 dlq_operations::outcome dlq_operations::discard(std::int64_t id,
@@ -61,10 +106,12 @@ dlq_operations::outcome dlq_operations::discard(std::int64_t id,
   auto e = store_->get(id);
   if (!e)
     return {false, "no DLQ entry " + std::to_string(id)};
-  if (e->status != dlq_status::parked)
-    return {false, "DLQ entry " + std::to_string(id) + " is " + e->status +
+  if (!store_->discard(id, actor)) {
+    auto now = store_->get(id);
+    return {false, "DLQ entry " + std::to_string(id) + " is " +
+                     (now ? now->status : std::string("gone")) +
                      ", only parked entries can be discarded"};
-  store_->resolve(id, dlq_status::discarded, "discard", actor, "discarded");
+  }
   spdlog::info("dlq: discarded entry {} (event {} order {}) by {}", id,
                e->event_id, e->order_key, actor);
   release_next(e->consumer, e->order_key, actor);

@@ -1,5 +1,7 @@
 #include "actors/event_log.hpp"
 
+#include "messages/text.hpp"
+
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
 
@@ -14,8 +16,18 @@ std::atomic<bool> json_format{false};
 /// Marks a message that already is a JSON member list (a hop line).
 constexpr char fragment_mark = '\x1e';
 
+/// Appends [begin, end) as the inside of a JSON string. Bytes that are not
+/// UTF-8 (a foreign record's key quoted in a message) become "\\xNN" first,
+/// so a line is always valid JSON.
 void escape_into(std::string& out, const char* begin, const char* end) {
   static const char* hex = "0123456789abcdef";
+  std::string_view view(begin, static_cast<size_t>(end - begin));
+  std::string repaired;
+  if (!is_text(view)) {
+    repaired = printable(view);
+    begin = repaired.data();
+    end = begin + repaired.size();
+  }
   for (auto p = begin; p != end; ++p) {
     auto c = static_cast<unsigned char>(*p);
     switch (c) {

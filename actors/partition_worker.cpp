@@ -340,7 +340,9 @@ bool partition_worker_state::park(const partition_record& rec,
                   : "offset:" + std::to_string(rec.partition) + ":" +
                       std::to_string(rec.offset);
   e.order_key = rec.key;
+  e.key = rec.key;
   e.value = rec.value;
+  e.traceparent = rec.header(record_header::traceparent);
   e.event_type = ev ? ev->event_type : "";
   e.error_class = why.kind;
   e.error_message = why.message;
@@ -365,7 +367,8 @@ bool partition_worker_state::park(const partition_record& rec,
      {record_header::dlq_error_message, why.message},
      {record_header::dlq_attempts, std::to_string(attempts)},
      {record_header::dlq_first_failure, e.first_failure_at},
-     {record_header::dlq_last_failure, e.last_failure_at}});
+     {record_header::dlq_last_failure, e.last_failure_at},
+     {record_header::traceparent, e.traceparent}});
   if (!d.persisted) {
     spdlog::warn("{} p{} offset {}: DLQ produce not acknowledged ({}); the "
                  "offset stays",
@@ -465,8 +468,8 @@ partition_worker(caf::stateful_actor<partition_worker_state>* self,
   auto& st = self->state;
   st.applier = std::make_unique<persistence::event_applier>(
     ctx->dsn, ctx->consumers.at(consumer));
-  st.dlq = std::make_unique<dlq_operations>(ctx->dsn, ctx->brokers,
-                                            ctx->cfg.kafka.delivery_timeout_ms);
+  st.dlq = std::make_unique<dlq_operations>(
+    ctx->dsn, ctx->brokers, ctx->cfg.kafka.delivery_timeout_ms, ctx->faults);
   st.ctx = std::move(ctx);
   st.group_member = std::move(group_member);
   st.consumer = std::move(consumer);

@@ -28,7 +28,9 @@ std::string random_hex(int digits) {
 bool consumer_side(crash_point p) {
   return p == crash_point::consumer_before_db_commit ||
          p == crash_point::consumer_after_db_before_offset ||
-         p == crash_point::dlq_after_dlq_ack_before_offset;
+         p == crash_point::dlq_after_dlq_ack_before_offset ||
+         p == crash_point::dlq_replay_after_mark_before_publish ||
+         p == crash_point::dlq_replay_after_publish_before_mark;
 }
 
 /// How often and how long the follow-up of a poison run looks for the
@@ -95,6 +97,26 @@ const std::vector<scenario>& scenarios() {
      "crashes before recording the entry and committing the offset. The "
      "record comes again, fails again and is parked once (one DLQ entry per "
      "consumer and event); the replay applies it once.",
+     3, 1},
+    {"dlq-replay-after-mark-before-publish",
+     "DLQ replay: after recording the replay, before publishing it",
+     crash_point::dlq_replay_after_mark_before_publish, true,
+     "A poison event is parked; its replay records its intent (the entry "
+     "says replaying) and the DLQ handler crashes before publishing the "
+     "record. Nothing is on the topic yet, but nothing is lost: once the "
+     "replay's delivery timeout has passed, the restarted handler finds the "
+     "entry still replaying, publishes it and marks it replayed. It is "
+     "applied once.",
+     2, 1},
+    {"dlq-replay-after-publish-before-mark",
+     "DLQ replay: after the publish, before marking it replayed",
+     crash_point::dlq_replay_after_publish_before_mark, true,
+     "A poison event is parked and replayed; the broker acknowledges the "
+     "replayed record, then the DLQ handler crashes before marking the "
+     "entry replayed. The consumer applies the record (its entry says "
+     "replaying); the handler later publishes it again, and that copy is "
+     "suppressed by processed_events. Three deliveries, one business "
+     "change.",
      3, 1},
   };
   return all;

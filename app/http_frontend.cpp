@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <random>
 
 namespace ef::app {
@@ -310,11 +311,13 @@ struct http_frontend::impl {
            }});
     r.add({"GET", "/admin/dlq", [this](request& req, responder done) {
              auto status = req.query_param("status").value_or("");
-             if (status != "" && status != dlq_status::parked &&
-                 status != dlq_status::replayed &&
-                 status != dlq_status::discarded)
+             if (status != "" &&
+                 std::none_of(std::begin(dlq_status::all),
+                              std::end(dlq_status::all),
+                              [&](const char* s) { return status == s; }))
                return done(response::error(
-                 400, "must be parked, replayed or discarded", "status"));
+                 400, "must be parked, replaying, replayed or discarded",
+                 "status"));
              admin(req, done, {dlq_verb::list, 0, status, ""});
            }});
     r.add({"GET", "/admin/dlq/groups", [this](request& req, responder done) {

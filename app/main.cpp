@@ -400,11 +400,11 @@ int main(int argc, char** argv) {
         [&](configuration& c) {
           settings cfg = c.settings;
           // Without explicit choices every crash point is on but the DLQ's,
-          // which only a parked record reaches (chaos places valid orders).
+          // which only a parked record or a replay reaches (chaos places
+          // valid orders).
           if (cfg.chaos.points.empty())
             for (std::string name : ef::config::crash_point_names)
-              if (name != ef::to_string(
-                            ef::crash_point::dlq_after_dlq_ack_before_offset))
+              if (name.rfind("dlq.", 0) != 0)
                 cfg.chaos.points.push_back(name);
           if (seed)
             cfg.chaos.seed = *seed;

@@ -62,6 +62,7 @@ std::string to_text(const ops_view& v, const config::settings& cfg) {
   };
   out << "dlq: " << count(dlq_status::parked) << " parked (oldest "
       << static_cast<long>(v.rows.dlq_oldest_parked_age_s) << " s), "
+      << count(dlq_status::replaying) << " replaying, "
       << count(dlq_status::replayed) << " replayed, "
       << count(dlq_status::discarded) << " discarded\n";
   out << "broker epoch " << v.repair.epoch << "; consumer gaps "

@@ -277,9 +277,21 @@ std::optional<json> recovery_view::trace(const std::string& order_id) {
           partition = d.partition;
         }
       // The outbox's recorded copy too: a republished event is not settled
-      // before the consumer has been handed its last copy.
+      // before the consumer has been handed its last copy. Likewise the
+      // last replay copy of any consumer's DLQ entry, which every consumer
+      // is handed.
       if (e.partition == partition && e.offset > highest)
         highest = e.offset;
+      bool replay_unfinished = false;
+      for (auto& [other, oc] : e.consumers) {
+        if (!oc.dlq)
+          continue;
+        replay_unfinished =
+          replay_unfinished || oc.dlq->status == dlq_status::replaying;
+        if (oc.dlq->replay_partition == partition &&
+            oc.dlq->replay_offset > highest)
+          highest = oc.dlq->replay_offset;
+      }
       long long committed_at =
         partition >= 0 && static_cast<size_t>(partition) < committed.size()
           ? committed[partition]
@@ -346,7 +358,7 @@ std::optional<json> recovery_view::trace(const std::string& order_id) {
                       std::to_string(partition) +
                       ", after the database commit"}});
       bool done = c.processed || (c.dlq && c.dlq->status == "discarded");
-      settled = settled && done && offset_committed;
+      settled = settled && done && offset_committed && !replay_unfinished;
       deliveries[name] += static_cast<int>(c.deliveries.size());
       changes[name] += static_cast<int>(c.effects.size());
       consumers.push_back({{"consumer", name},

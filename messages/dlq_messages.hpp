@@ -15,9 +15,12 @@ namespace ef {
 /// constraint in persistence/migrations.cpp allows exactly these).
 namespace dlq_status {
 inline constexpr const char* parked = "parked";
+/// A replay recorded its intent and may not be published yet; the DLQ
+/// handler finishes it if it stays so (actors/dlq_operations.hpp).
+inline constexpr const char* replaying = "replaying";
 inline constexpr const char* replayed = "replayed";
 inline constexpr const char* discarded = "discarded";
-inline constexpr const char* all[] = {parked, replayed, discarded};
+inline constexpr const char* all[] = {parked, replaying, replayed, discarded};
 } // namespace dlq_status
 
 /// What an operator asks of the DLQ.

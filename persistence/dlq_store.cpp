@@ -2,6 +2,9 @@
 
 #include "persistence/connection.hpp"
 
+#include "messages/text.hpp"
+
+#include <algorithm>
 #include <cctype>
 
 namespace ef::persistence {
@@ -9,7 +12,8 @@ namespace ef::persistence {
 namespace {
 
 const char* entry_columns =
-  "id, consumer, event_id, order_key, encode(value, 'hex'), "
+  "id, consumer, event_id, order_key, encode(coalesce(key, "
+  "convert_to(order_key, 'UTF8')), 'hex'), traceparent, encode(value, 'hex'), "
   "coalesce(event_type, ''), error_class, error_message, fingerprint, "
   "attempts, source_topic, source_partition, source_offset, "
   "to_char(first_failure_at AT TIME ZONE 'UTC', "
@@ -44,20 +48,22 @@ dlq_entry entry_of(const pqxx::row& r) {
   e.consumer = r[1].as<std::string>();
   e.event_id = r[2].as<std::string>();
   e.order_key = r[3].as<std::string>();
-  e.value = from_hex(r[4].as<std::string>());
-  e.event_type = r[5].as<std::string>();
-  e.error_class = r[6].as<std::string>();
-  e.error_message = r[7].as<std::string>();
-  e.fingerprint = r[8].as<std::string>();
-  e.attempts = r[9].as<int>();
-  e.source_topic = r[10].as<std::string>();
-  e.source_partition = r[11].as<int>();
-  e.source_offset = r[12].as<std::int64_t>();
-  e.first_failure_at = r[13].as<std::string>();
-  e.last_failure_at = r[14].as<std::string>();
-  e.parked_at = r[15].as<std::string>();
-  e.status = r[16].as<std::string>();
-  e.age_seconds = r[17].as<double>();
+  e.key = from_hex(r[4].as<std::string>());
+  e.traceparent = r[5].as<std::string>();
+  e.value = from_hex(r[6].as<std::string>());
+  e.event_type = r[7].as<std::string>();
+  e.error_class = r[8].as<std::string>();
+  e.error_message = r[9].as<std::string>();
+  e.fingerprint = r[10].as<std::string>();
+  e.attempts = r[11].as<int>();
+  e.source_topic = r[12].as<std::string>();
+  e.source_partition = r[13].as<int>();
+  e.source_offset = r[14].as<std::int64_t>();
+  e.first_failure_at = r[15].as<std::string>();
+  e.last_failure_at = r[16].as<std::string>();
+  e.parked_at = r[17].as<std::string>();
+  e.status = r[18].as<std::string>();
+  e.age_seconds = r[19].as<double>();
   return e;
 }
 
@@ -134,31 +140,39 @@ std::int64_t dlq_store::park(const dlq_entry& e, bool repark) {
     std::optional<std::string> uuid;
     if (uuid_at(e.event_id, 0) && e.event_id.size() == 36)
       uuid = e.event_id;
+    // Text columns get printable text (a foreign producer's key, headers
+    // or a message quoting them need not be UTF-8); the key and value are
+    // also kept byte for byte.
     auto r = w.exec_params(
-      "INSERT INTO dlq_events (consumer, event_id, order_key, value, "
-      "event_type, error_class, error_message, fingerprint, attempts, "
-      "source_topic, source_partition, source_offset, first_failure_at, "
-      "last_failure_at) SELECT $1, $2, $3, decode($4, 'hex'), "
-      "nullif($5, ''), $6, $7, $8, $9, $10, $11, $12, $13::timestamptz, "
-      "$14::timestamptz WHERE $15 OR NOT EXISTS (SELECT 1 FROM "
-      "processed_events WHERE consumer = $1 AND event_id = $16::uuid) "
+      "INSERT INTO dlq_events (consumer, event_id, order_key, key, "
+      "traceparent, value, event_type, error_class, error_message, "
+      "fingerprint, attempts, source_topic, source_partition, source_offset, "
+      "first_failure_at, last_failure_at) SELECT $1, $2, $3, decode($17, "
+      "'hex'), $18, decode($4, 'hex'), nullif($5, ''), $6, $7, $8, $9, $10, "
+      "$11, $12, $13::timestamptz, $14::timestamptz WHERE $15 OR NOT EXISTS "
+      "(SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = "
+      "$16::uuid) "
       "ON CONFLICT (consumer, event_id) DO UPDATE SET status = 'parked', "
       "resolved_at = NULL, error_class = EXCLUDED.error_class, "
       "error_message = EXCLUDED.error_message, fingerprint = "
       "EXCLUDED.fingerprint, attempts = EXCLUDED.attempts, last_failure_at = "
       "EXCLUDED.last_failure_at, parked_at = clock_timestamp() "
       "WHERE dlq_events.status <> 'parked' AND $15 RETURNING id",
-      e.consumer, e.event_id, e.order_key, to_hex(e.value), e.event_type,
-      e.error_class, e.error_message,
-      e.fingerprint.empty() ? fingerprint_of(e.error_class, e.error_message)
-                            : e.fingerprint,
-      e.attempts, e.source_topic, e.source_partition, e.source_offset,
-      e.first_failure_at, e.last_failure_at, repark, uuid);
+      printable(e.consumer), printable(e.event_id), printable(e.order_key),
+      to_hex(e.value), printable(e.event_type), printable(e.error_class),
+      printable(e.error_message),
+      printable(e.fingerprint.empty()
+                  ? fingerprint_of(e.error_class, e.error_message)
+                  : e.fingerprint),
+      e.attempts, printable(e.source_topic), e.source_partition,
+      e.source_offset, e.first_failure_at, e.last_failure_at, repark, uuid,
+      to_hex(e.key.empty() ? e.order_key : e.key), printable(e.traceparent));
     std::int64_t id = 0;
     if (r.empty()) {
       auto existing = w.exec_params("SELECT id FROM dlq_events WHERE "
                                     "consumer = $1 AND event_id = $2",
-                                    e.consumer, e.event_id);
+                                    printable(e.consumer),
+                                    printable(e.event_id));
       if (!existing.empty())
         id = existing[0][0].as<std::int64_t>();
     } else {
@@ -261,29 +275,94 @@ std::vector<dlq_entry> dlq_store::in_group(const std::string& fingerprint) {
   return out;
 }
 
-void dlq_store::set_status(std::int64_t id, const std::string& status) {
+std::optional<dlq_entry>
+dlq_store::begin_replay(std::int64_t id, std::string& status_if_refused) {
+  return db_->run([&](pqxx::connection& c) -> std::optional<dlq_entry> {
+    pqxx::work w(c);
+    auto r = w.exec_params(
+      "UPDATE dlq_events SET status = 'replaying', replay_started_at = "
+      "clock_timestamp(), resolved_at = NULL WHERE id = $1 AND status <> "
+      "'discarded' RETURNING id",
+      id);
+    if (r.empty()) {
+      auto s = w.exec_params("SELECT status FROM dlq_events WHERE id = $1", id);
+      status_if_refused = s.empty() ? "" : s[0][0].as<std::string>();
+      return std::nullopt;
+    }
+    auto e = entry_of(w.exec_params1(select_entries("WHERE id = $1"), id));
+    w.commit();
+    return e;
+  });
+}
+
+void dlq_store::finish_replay(std::int64_t id, std::int32_t partition,
+                              std::int64_t offset, const std::string& action,
+                              const std::string& actor,
+                              const std::string& outcome) {
   db_->run([&](pqxx::connection& c) {
     pqxx::work w(c);
-    w.exec_params("UPDATE dlq_events SET status = $2, resolved_at = "
-                  "clock_timestamp() WHERE id = $1",
-                  id, status);
+    w.exec_params("UPDATE dlq_events SET replay_partition = $2, "
+                  "replay_offset = $3, status = CASE WHEN status = "
+                  "'replaying' THEN 'replayed' ELSE status END, resolved_at "
+                  "= CASE WHEN status = 'replaying' THEN clock_timestamp() "
+                  "ELSE resolved_at END WHERE id = $1",
+                  id, partition, offset);
+    w.exec_params("INSERT INTO dlq_actions (dlq_id, action, actor, outcome) "
+                  "VALUES ($1, $2, $3, $4)",
+                  id, action, printable(actor), printable(outcome));
     w.commit();
   });
 }
 
-bool dlq_store::resolve(std::int64_t id, const std::string& status,
-                        const std::string& action, const std::string& actor,
-                        const std::string& outcome) {
+void dlq_store::record_action(std::int64_t id, const std::string& action,
+                              const std::string& actor,
+                              const std::string& outcome) {
+  db_->run([&](pqxx::connection& c) {
+    pqxx::work w(c);
+    w.exec_params("INSERT INTO dlq_actions (dlq_id, action, actor, outcome) "
+                  "VALUES ($1, $2, $3, $4)",
+                  id, action, printable(actor), printable(outcome));
+    w.commit();
+  });
+}
+
+std::vector<dlq_entry>
+dlq_store::claim_stale_replays(std::chrono::milliseconds grace, int limit) {
+  std::vector<dlq_entry> out;
+  db_->run([&](pqxx::connection& c) {
+    out.clear();
+    pqxx::work w(c);
+    // SKIP LOCKED and the new replay_started_at: two sweepers (two
+    // processes) never take the same entry within one grace period.
+    auto ids = w.exec_params(
+      "UPDATE dlq_events SET replay_started_at = clock_timestamp() WHERE id "
+      "IN (SELECT id FROM dlq_events WHERE status = 'replaying' AND "
+      "replay_started_at < clock_timestamp() - make_interval(secs => $1) "
+      "ORDER BY replay_started_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
+      "RETURNING id",
+      static_cast<double>(grace.count()) / 1000.0, limit);
+    for (const auto& row : ids)
+      out.push_back(entry_of(w.exec_params1(select_entries("WHERE id = $1"),
+                                            row[0].as<std::int64_t>())));
+    w.commit();
+  });
+  std::sort(out.begin(), out.end(),
+            [](const dlq_entry& a, const dlq_entry& b) { return a.id < b.id; });
+  return out;
+}
+
+bool dlq_store::discard(std::int64_t id, const std::string& actor) {
   return db_->run([&](pqxx::connection& c) {
     pqxx::work w(c);
-    auto r = w.exec_params("UPDATE dlq_events SET status = $2, resolved_at = "
-                           "clock_timestamp() WHERE id = $1 RETURNING 1",
-                           id, status);
+    auto r = w.exec_params("UPDATE dlq_events SET status = 'discarded', "
+                           "resolved_at = clock_timestamp() WHERE id = $1 AND "
+                           "status = 'parked' RETURNING 1",
+                           id);
     if (r.empty())
       return false;
     w.exec_params("INSERT INTO dlq_actions (dlq_id, action, actor, outcome) "
-                  "VALUES ($1, $2, $3, $4)",
-                  id, action, actor, outcome);
+                  "VALUES ($1, 'discard', $2, 'discarded')",
+                  id, printable(actor));
     w.commit();
     return true;
   });

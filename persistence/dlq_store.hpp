@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -12,13 +13,16 @@ namespace ef::persistence {
 class session;
 
 /// One dead-lettered delivery: the original record plus why and when it
-/// failed. `value` holds the original bytes.
+/// failed. `key` and `value` hold the original bytes, which a foreign
+/// producer may have made anything; every text field is printable.
 struct dlq_entry {
   std::int64_t id = 0;
   std::string consumer;
   std::string event_id; ///< event UUID, or "offset:<p>:<o>" if undecodable
-  std::string order_key;
+  std::string order_key; ///< the key as text (ef::printable of `key`)
+  std::string key;       ///< the record's key, byte for byte
   std::string value;
+  std::string traceparent; ///< the record's, "" if it had none
   std::string event_type;
   std::string error_class;
   std::string error_message;
@@ -30,7 +34,7 @@ struct dlq_entry {
   std::string first_failure_at; ///< RFC 3339
   std::string last_failure_at;
   std::string parked_at;
-  std::string status; ///< parked, replayed, discarded
+  std::string status; ///< parked, replaying, replayed, discarded
   double age_seconds = 0;
 };
 
@@ -77,14 +81,37 @@ public:
   /// Parked entries of one fingerprint group, oldest first.
   std::vector<dlq_entry> in_group(const std::string& fingerprint);
 
-  /// Sets the entry's status without recording an action.
-  void set_status(std::int64_t id, const std::string& status);
+  /// Step 1 of a replay: records the intent durably (status replaying,
+  /// replay_started_at now) before anything is published. Allowed from
+  /// parked, replaying and replayed; returns the entry as it now is, or
+  /// nullopt if there is none or it was discarded (`status_if_refused`
+  /// then says which: "" for none).
+  std::optional<dlq_entry> begin_replay(std::int64_t id,
+                                        std::string& status_if_refused);
 
-  /// Sets the entry's status and records the action, in one transaction.
-  /// Returns false (and records nothing) if the entry does not exist.
-  bool resolve(std::int64_t id, const std::string& status,
-               const std::string& action, const std::string& actor,
-               const std::string& outcome);
+  /// Step 3, after the broker acknowledged the republished record: marks a
+  /// replaying entry replayed and records the action, in one transaction.
+  /// An entry that is no longer replaying (its consumer failed the replay
+  /// again and parked it anew) keeps its status; the action is recorded.
+  /// `partition` and `offset` are where the replayed record landed.
+  void finish_replay(std::int64_t id, std::int32_t partition,
+                     std::int64_t offset, const std::string& action,
+                     const std::string& actor, const std::string& outcome);
+
+  /// Records an action without changing the entry (a failed publish).
+  void record_action(std::int64_t id, const std::string& action,
+                     const std::string& actor, const std::string& outcome);
+
+  /// Claims at most `limit` entries left replaying for longer than `grace`
+  /// (a crash or a failed publish between the steps): their clock restarts,
+  /// so no other sweeper takes them within `grace`. Returns them.
+  std::vector<dlq_entry> claim_stale_replays(std::chrono::milliseconds grace,
+                                             int limit);
+
+  /// Marks a PARKED entry discarded and records the action, in one
+  /// transaction. Returns false (and records nothing) if the entry does not
+  /// exist or is not parked (a replay in progress is never discarded).
+  bool discard(std::int64_t id, const std::string& actor);
 
   /// Error class plus the message's shape (numbers, UUIDs and quoted text
   /// replaced), so the same failure on different events groups together.

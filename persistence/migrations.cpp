@@ -266,6 +266,39 @@ CREATE TABLE consumer_migrations (
 );
 )sql";
 
+// A DLQ replay that survives a crash at every step, foreign records kept as
+// they came, and retention for what only grows.
+constexpr const char* v8_dlq_replay_and_retention = R"sql(
+-- A replay first records its intent ('replaying', replay_started_at), then
+-- publishes, then marks the entry 'replayed'; a sweeper completes any
+-- replay left 'replaying' by a crash or a failed publish.
+ALTER TABLE dlq_events DROP CONSTRAINT dlq_events_status_check;
+ALTER TABLE dlq_events ADD CONSTRAINT dlq_events_status_check
+  CHECK (status IN ('parked', 'replaying', 'replayed', 'discarded'));
+ALTER TABLE dlq_events ADD COLUMN replay_started_at timestamptz;
+-- Where the last acknowledged replay copy landed: a trace is not settled
+-- before each consumer's offset is past it.
+ALTER TABLE dlq_events ADD COLUMN replay_partition int;
+ALTER TABLE dlq_events ADD COLUMN replay_offset bigint;
+CREATE INDEX dlq_events_replaying ON dlq_events (replay_started_at)
+  WHERE status = 'replaying';
+-- The record's key exactly as it came (a foreign producer's key need not be
+-- text); order_key keeps its printable form for matching and display.
+-- NULL for entries written before version 8: their order_key is the key.
+ALTER TABLE dlq_events ADD COLUMN key bytea;
+-- The W3C traceparent the record carried, so a replay continues its trace.
+ALTER TABLE dlq_events ADD COLUMN traceparent text NOT NULL DEFAULT '';
+-- Retention: resolved DLQ entries (with their actions) and idempotency
+-- keys are deleted by age, in small batches, by the janitor.
+CREATE INDEX dlq_events_resolved ON dlq_events (resolved_at)
+  WHERE status IN ('replayed', 'discarded');
+ALTER TABLE dlq_actions DROP CONSTRAINT dlq_actions_dlq_id_fkey;
+ALTER TABLE dlq_actions ADD CONSTRAINT dlq_actions_dlq_id_fkey
+  FOREIGN KEY (dlq_id) REFERENCES dlq_events (id) ON DELETE CASCADE;
+CREATE INDEX dlq_actions_by_entry ON dlq_actions (dlq_id);
+CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
+)sql";
+
 /// Applies each of `steps` not yet recorded, in order, each in its own
 /// transaction under the migration lock: `recorded` says whether a
 /// version is done, `record` notes it. Returns the versions applied.
@@ -311,6 +344,8 @@ const std::vector<migration>& migrations() {
      v6_recovery_journal},
     {7, "consumers' own migrations, recorded by consumer",
      v7_consumer_migrations},
+    {8, "DLQ replay state machine, raw record keys, retention indexes",
+     v8_dlq_replay_and_retention},
   };
   return all;
 }

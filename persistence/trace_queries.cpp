@@ -116,7 +116,8 @@ order_trace_rows read_order_trace(const std::string& dsn,
     for (const auto& r : t.exec_params(
            "SELECT consumer, event_id, id, status, error_class, attempts, " +
              ts("parked_at") + ", " + ts("resolved_at") +
-             ", source_partition, source_offset FROM dlq_events WHERE "
+             ", source_partition, source_offset, coalesce(replay_partition, "
+             "-1), coalesce(replay_offset, -1) FROM dlq_events WHERE "
              "order_key = $1",
            order_id))
       if (auto* c =
@@ -130,6 +131,8 @@ order_trace_rows read_order_trace(const std::string& dsn,
         d.resolved_at = text_or_empty(r[7]);
         d.source_partition = r[8].as<int>();
         d.source_offset = r[9].as<long long>();
+        d.replay_partition = r[10].as<int>();
+        d.replay_offset = r[11].as<long long>();
         c->deliveries.push_back(
           {d.parked_at, d.source_partition, d.source_offset, "parked", ""});
         c->dlq = d;

@@ -35,6 +35,9 @@ struct traced_dlq_entry {
   std::string resolved_at; ///< "" while parked
   int source_partition = -1;
   long long source_offset = -1;
+  /// Where the last acknowledged replay copy landed (-1: none yet).
+  int replay_partition = -1;
+  long long replay_offset = -1;
 };
 
 /// One consumer's view of one event.

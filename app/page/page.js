@@ -100,6 +100,20 @@ const CRASH_POINTS = {
     recovery:
       'The restarted worker resumes from the committed offset, receives the record again and parks it again. The dead-letter topic now holds two copies; dlq_events holds one row, unique per consumer and event ID.',
   },
+  'dlq.replay_after_mark_before_publish': {
+    after: 'handler',
+    crash:
+      'An operator replayed the parked event. The replay recorded its intent (the dlq_events row says replaying), then the DLQ handler stopped before publishing the record: nothing is on the topic yet.',
+    recovery:
+      'The restarted DLQ handler looks for replays left replaying for longer than their delivery timeout, publishes the record again with its event ID and key, and marks the entry replayed. The consumer, whose own entry says replaying, applies it once.',
+  },
+  'dlq.replay_after_publish_before_mark': {
+    after: 'handler',
+    crash:
+      'The replayed record was acknowledged by the broker, then the DLQ handler stopped before marking the entry replayed. The consumer applies the record: its own entry says replaying.',
+    recovery:
+      'The restarted DLQ handler finds the entry still replaying and publishes the record once more before marking it replayed. That copy reaches the consumer again and is suppressed through processed_events.',
+  },
 };
 
 // Which fact of a trace lights each of the 10 steps (see factsFromHops).

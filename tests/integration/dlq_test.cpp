@@ -10,6 +10,10 @@
 
 #include <catch2/catch.hpp>
 #include <httplib.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <librdkafka/rdkafkacpp.h>
+#include <nlohmann/json.hpp>
 
 using namespace ef;
 using namespace std::chrono_literals;
@@ -19,8 +23,11 @@ namespace {
 struct dlq_fixture {
   explicit dlq_fixture(int max_attempts = 3,
                        std::vector<std::string> points = {},
-                       int partitions = 1) {
+                       int partitions = 1, int delivery_timeout_ms = 30000) {
     cfg.kafka.partitions = partitions;
+    // Also how long the DLQ handler waits before it finishes a replay left
+    // "replaying" (its delivery timeout plus a second).
+    cfg.kafka.delivery_timeout_ms = delivery_timeout_ms;
     cfg.consumer.max_attempts = max_attempts;
     cfg.consumer.backoff_initial_ms = 10;
     cfg.consumer.backoff_max_ms = 50;
@@ -424,4 +431,192 @@ TEST_CASE("a_record_retrying_in_one_partition_never_stalls_the_others") {
   CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
                 stuck + "'") == 0);
   CHECK(f.count("SELECT count(*) FROM dlq_events") == 0);
+}
+
+namespace {
+
+/// Parks both consumers' copies of one order's creation (a permanent
+/// failure), lifts the cause and returns the two entry ids.
+std::vector<std::int64_t> park_one_order(dlq_fixture& f, const std::string& c,
+                                         std::string& order_id) {
+  f.add_failing_trigger(c, "23514", 1000000);
+  order_id = f.place(c);
+  f.settle();
+  REQUIRE(f.count("SELECT count(*) FROM dlq_events WHERE order_key = '" +
+                  order_id + "' AND status = 'parked'") == 2);
+  f.db.exec("DROP TRIGGER fail_" + c + " ON business_effects");
+  std::vector<std::int64_t> ids;
+  for (auto consumer : {"billing", "fulfillment"})
+    ids.push_back(f.db.scalar<std::int64_t>(
+      "SELECT id FROM dlq_events WHERE consumer = '" + std::string(consumer) +
+      "' AND order_key = '" + order_id + "'"));
+  return ids;
+}
+
+/// Replays `id` through the admin endpoint until the entry has left
+/// "parked" (a request that met the DLQ handler while it restarted after
+/// a crash point is answered 503 and sent again, as an operator would).
+void replay_until_taken(dlq_fixture& f, std::int64_t id) {
+  auto status = [&] {
+    return f.db.scalar<std::string>(
+      "SELECT status FROM dlq_events WHERE id = " + std::to_string(id));
+  };
+  REQUIRE(test::wait_until(
+    [&] {
+      if (status() != "parked")
+        return true;
+      f.admin("POST", "/admin/dlq/" + std::to_string(id) + "/replay");
+      return status() != "parked";
+    },
+    30s));
+}
+
+/// The end every replay must reach, whatever failed between its steps:
+/// both entries replayed, the order applied exactly once per consumer.
+void expect_applied_once_after_replay(dlq_fixture& f, const std::string& order,
+                                      const std::vector<std::int64_t>& ids) {
+  REQUIRE(test::wait_until(
+    [&] {
+      return f.count("SELECT count(*) FROM dlq_events WHERE status = "
+                     "'replayed' AND id IN (" +
+                     std::to_string(ids[0]) + ", " + std::to_string(ids[1]) +
+                     ")") == 2 &&
+             f.count("SELECT count(*) FROM business_effects WHERE order_id "
+                     "= '" +
+                     order + "'") == 2;
+    },
+    60s));
+  f.settle();
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
+                order + "'") == 2);
+  CHECK(f.count("SELECT count(*) FROM processed_events p JOIN outbox o USING "
+                "(event_id) WHERE o.order_id = '" +
+                order + "'") == 2);
+  auto v = app::verify(f.cfg, f.db.dsn(), f.brokers());
+  INFO(app::to_text(v));
+  CHECK(v.ok());
+}
+
+} // namespace
+
+TEST_CASE("a_replay_crashed_after_recording_its_intent_is_published_by_the_"
+          "sweep_and_applied_once") {
+  dlq_fixture f(3, {"dlq.replay_after_mark_before_publish"}, 1, 3000);
+  std::string order;
+  auto ids = park_one_order(f, "rm", order);
+  for (auto id : ids)
+    replay_until_taken(f, id);
+  // The DLQ handler crashed before publishing: each entry says replaying
+  // and no replay record is on the topic yet, until the sweep's.
+  expect_applied_once_after_replay(f, order, ids);
+  auto counters = test::counters(f.t->system(), f.t->root());
+  CHECK(counters[R"(chaos_crashes_total{point="dlq.replay_after_mark_before_publish"})"] ==
+        2);
+  CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE actor = "
+                "'dlq-sweeper' AND outcome = 'published'") == 2);
+}
+
+TEST_CASE("a_replay_crashed_after_its_publish_before_the_mark_is_published_"
+          "again_and_applied_once") {
+  dlq_fixture f(3, {"dlq.replay_after_publish_before_mark"}, 1, 3000);
+  std::string order;
+  auto ids = park_one_order(f, "rp", order);
+  for (auto id : ids)
+    replay_until_taken(f, id);
+  expect_applied_once_after_replay(f, order, ids);
+  CHECK(test::counters(f.t->system(), f.t->root())
+          [R"(chaos_crashes_total{point="dlq.replay_after_publish_before_mark"})"] ==
+        2);
+  // Each entry's record went out twice (the crashed replay's and the
+  // sweep's); the second copy of each was a suppressed duplicate.
+  auto replays = 0;
+  for (auto& r : kafka::read_all(f.brokers(), f.cfg.kafka.topic, 1))
+    replays += header(r, "dlq.replay_of").empty() ? 0 : 1;
+  CHECK(replays == 4);
+}
+
+TEST_CASE("a_replay_whose_publish_is_refused_stays_replaying_and_the_sweep_"
+          "publishes_it") {
+  dlq_fixture f(3, {}, 1, 3000);
+  std::string order;
+  auto ids = park_one_order(f, "rf", order);
+  // The broker refuses the next produce request (before appending it).
+  rd_kafka_mock_push_request_errors(f.broker->mock_cluster(), 0 /* Produce */,
+                                    1,
+                                    RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+  auto [s, b] =
+    f.admin("POST", "/admin/dlq/" + std::to_string(ids[0]) + "/replay");
+  INFO(b);
+  CHECK(s == 200);
+  CHECK(test::json_field(b, "status") == "replaying");
+  replay_until_taken(f, ids[1]);
+  expect_applied_once_after_replay(f, order, ids);
+}
+
+TEST_CASE("a_foreign_record_that_is_not_text_is_parked_byte_for_byte_the_"
+          "partition_moves_on_and_every_dlq_listing_survives_it") {
+  dlq_fixture f;
+  {
+    // Not EventForge's producer: raw librdkafka, a key and a value that are
+    // not UTF-8 (the key holds a NUL), and headers that lie.
+    std::string err;
+    std::unique_ptr<RdKafka::Conf> conf(
+      RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+    REQUIRE(conf->set("bootstrap.servers", f.brokers(), err) ==
+            RdKafka::Conf::CONF_OK);
+    std::unique_ptr<RdKafka::Producer> p(
+      RdKafka::Producer::create(conf.get(), err));
+    REQUIRE(p);
+    auto* headers = RdKafka::Headers::create();
+    headers->add("event_id", std::string("\xff\xfe not a uuid"));
+    headers->add("traceparent", std::string("\xc3\x28"));
+    std::string key("\xff\x00\xfe", 3), value("\xc3\x28 not json \xa0\xa1");
+    REQUIRE(p->produce(f.cfg.kafka.topic, 0, RdKafka::Producer::RK_MSG_COPY,
+                       value.data(), value.size(), key.data(), key.size(), 0,
+                       headers, nullptr) == RdKafka::ERR_NO_ERROR);
+    REQUIRE(p->flush(10000) == RdKafka::ERR_NO_ERROR);
+  }
+  auto good = f.place("after-foreign");
+  f.settle();
+  // Parked at once by both consumers, the key and value kept byte for byte,
+  // the key's printable form for matching and display.
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE event_id = "
+                "'offset:0:0' AND error_class = 'undecodable' AND status = "
+                "'parked' AND key = decode('ff00fe', 'hex') AND order_key = "
+                "'\\xff\\x00\\xfe' AND value = decode('" +
+                std::string("c328206e6f74206a736f6e20a0a1") + "', 'hex')") ==
+        2);
+  // The record behind it was applied.
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
+                good + "'") == 2);
+  // The DLQ handler read both DLQ copies (they name no valid event ID) and
+  // stored nothing new; nothing crashed on the way.
+  REQUIRE(test::wait_until([&] {
+    return kafka::committed_offsets(f.brokers(), "eventforge.dlq",
+                                    config::dlq_topic_of(f.cfg), 1)[0] == 2;
+  }));
+  CHECK(f.count("SELECT count(*) FROM dlq_events") == 2);
+  for (auto& [series, n] : test::counters(f.t->system(), f.t->root()))
+    if (series.rfind("actor_restarts_total", 0) == 0)
+      CHECK(n == 0);
+  // Every listing survives it: the admin endpoint, one entry, the CLI.
+  auto [s, body] = f.admin("GET", "/admin/dlq");
+  REQUIRE(s == 200);
+  auto list = nlohmann::json::parse(body);
+  REQUIRE(list.size() == 2);
+  for (auto& e : list) {
+    CHECK(e["key_hex"] == "ff00fe");
+    CHECK(e["value_hex"] == "c328206e6f74206a736f6e20a0a1");
+    CHECK(e["order_key"] == "\\xff\\x00\\xfe");
+  }
+  auto id = list[0]["id"].get<std::int64_t>();
+  auto [s1, one] = f.admin("GET", "/admin/dlq/" + std::to_string(id));
+  CHECK(s1 == 200);
+  CHECK(nlohmann::json::parse(one)["value_hex"] == "c328206e6f74206a736f6e20a0a1");
+  auto [code, out] = test::run_command(
+    test::eventforge_binary() + " dlq list --database.url='" + f.db.dsn() +
+    "' --kafka.brokers='" + f.brokers() + "' 2>&1");
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("order \\xff\\x00\\xfe undecodable") != std::string::npos);
 }
