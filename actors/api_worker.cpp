@@ -11,28 +11,65 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
+
 namespace ef {
 
 namespace {
 
 /// Maps a database failure to the API's error, logging the cause once.
+/// Every answer but in_doubt's is a fact: nothing was written.
 caf::error to_api_error(const persistence::db_error& e, const char* what) {
   using persistence::db_errc;
   spdlog::warn("api: {} failed ({}): {}", what, to_string(e.code()), e.what());
   switch (e.code()) {
   case db_errc::in_doubt:
-    return make_api_error(api_errc::unavailable,
+    return make_api_error(api_errc::outcome_unknown,
                           "database connection lost during commit; the "
-                          "outcome is unknown, retry with the same "
-                          "Idempotency-Key");
+                          "outcome is unknown");
   case db_errc::unavailable:
+    return make_api_error(api_errc::unavailable,
+                          "database unavailable; nothing was written");
   case db_errc::transient:
     return make_api_error(api_errc::unavailable,
-                          "database unavailable, nothing was written");
+                          "the database could not commit it in time (a "
+                          "lock, a timeout or a conflict); nothing was "
+                          "written");
   case db_errc::permanent:
     break;
   }
   return make_api_error(api_errc::internal, "database rejected the write");
+}
+
+using unix_ms = std::int64_t;
+
+unix_ms now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+unix_ms deadline_of(const api_worker_state::pending_write& p) {
+  return std::visit([](auto& c) { return c.deadline_unix_ms; }, p.cmd);
+}
+
+using deadline = std::optional<std::chrono::system_clock::time_point>;
+
+deadline as_deadline(unix_ms d) {
+  if (d == 0)
+    return std::nullopt;
+  return std::chrono::system_clock::time_point{std::chrono::milliseconds(d)};
+}
+
+/// The earliest deadline of `batch`, if any command has one.
+deadline
+earliest_deadline(const std::vector<api_worker_state::pending_write>& batch) {
+  unix_ms earliest = 0;
+  for (auto& p : batch)
+    if (auto d = deadline_of(p); d > 0 && (earliest == 0 || d < earliest))
+      earliest = d;
+  return as_deadline(earliest);
 }
 
 } // namespace
@@ -73,43 +110,79 @@ const char* what_of(const api_worker_state::pending_write& p) {
 
 } // namespace
 
+size_t api_worker_state::refuse_late(std::vector<pending_write>& batch) {
+  auto now = now_unix_ms();
+  auto late = std::stable_partition(batch.begin(), batch.end(),
+                                    [now](const pending_write& p) {
+                                      auto d = deadline_of(p);
+                                      return d == 0 || d > now;
+                                    });
+  size_t refused = 0;
+  for (auto i = late; i != batch.end(); ++i, ++refused)
+    i->reply.deliver(make_api_error(
+      api_errc::unavailable,
+      "its deadline passed before an API worker could write it (the "
+      "service is busy); nothing was written"));
+  batch.erase(late, batch.end());
+  if (refused > 0) {
+    ctx->metrics->add("api_commands_expired_total", {},
+                      static_cast<std::uint64_t>(refused));
+    spdlog::info("api: {} command(s) refused: their deadline passed before "
+                 "they could be written",
+                 refused);
+  }
+  return refused;
+}
+
 void api_worker_state::flush() {
   flush_scheduled = false;
   if (pending.empty())
     return;
   auto batch = std::move(pending);
   pending.clear();
+  // A command whose sender stopped waiting is never written: its answer,
+  // "nothing was written", must stay true.
+  refuse_late(batch);
+  if (batch.empty())
+    return;
   ctx->metrics->observe("api_batch_size", {},
                         static_cast<double>(batch.size()));
   std::vector<outcome> results(batch.size());
   try {
-    store->write([&](persistence::order_writer& w) {
-      for (size_t i = 0; i < batch.size(); ++i)
-        results[i] = run(w, batch[i]);
-    });
+    store->write(
+      [&](persistence::order_writer& w) {
+        for (size_t i = 0; i < batch.size(); ++i)
+          results[i] = run(w, batch[i]);
+      },
+      earliest_deadline(batch));
   } catch (const persistence::db_error& e) {
     using persistence::db_errc;
     bool isolatable =
       e.code() == db_errc::transient || e.code() == db_errc::permanent;
-    if (batch.size() == 1 || !isolatable) {
+    if (batch.size() == 1) {
+      batch[0].reply.deliver(failure_of(batch[0], e));
+      return;
+    }
+    if (!isolatable) {
       // Nothing was written (or, in doubt, the same for every command):
       // one cause, logged once, one answer for all.
-      auto err =
-        to_api_error(e, batch.size() == 1 ? what_of(batch[0]) : "write batch");
+      auto err = to_api_error(e, "write batch");
       for (auto& p : batch)
         p.reply.deliver(err);
       return;
     }
-    // One command (or a deadlock with another batch) failed the shared
-    // transaction: run each alone, so only the culprit gets the error.
+    // One command (or a deadlock with another batch, or the earliest
+    // deadline) failed the shared transaction: run each alone, so only the
+    // culprit gets the error and each keeps its own deadline.
     spdlog::info("api: batch of {} failed ({}); retrying one at a time",
                  batch.size(), e.what());
     for (auto& p : batch) {
       outcome o;
       try {
-        store->write([&](persistence::order_writer& w) { o = run(w, p); });
+        store->write([&](persistence::order_writer& w) { o = run(w, p); },
+                     as_deadline(deadline_of(p)));
       } catch (const persistence::db_error& one) {
-        p.reply.deliver(to_api_error(one, what_of(p)));
+        p.reply.deliver(failure_of(p, one));
         continue;
       }
       answer(p, o);
@@ -124,13 +197,31 @@ void api_worker_state::flush() {
       // committed but unanswered, exactly what a client sees when a server
       // dies after its commit.
       for (size_t j = i + 1; j < batch.size(); ++j)
-        batch[j].reply.deliver(make_api_error(
-          api_errc::unavailable,
-          "the API actor stopped after the commit; the outcome is unknown, "
-          "retry with the same Idempotency-Key"));
+        batch[j].reply.deliver(
+          make_api_error(api_errc::outcome_unknown,
+                         "the API actor stopped after the commit; the "
+                         "outcome is unknown"));
       throw;
     }
   }
+}
+
+caf::error api_worker_state::failure_of(const pending_write& p,
+                                        const persistence::db_error& e) {
+  auto d = deadline_of(p);
+  if (e.code() == persistence::db_errc::transient && d > 0 &&
+      d <= now_unix_ms()) {
+    // Cancelled by its statement_timeout, or rolled back before COMMIT
+    // (order_store::write): its deadline is why it was not written.
+    ctx->metrics->add("api_commands_expired_total", {});
+    spdlog::info("api: {} not written: its deadline passed ({})", what_of(p),
+                 e.what());
+    return make_api_error(api_errc::unavailable,
+                          "its deadline passed before it could be "
+                          "committed (the database was busy or locked); "
+                          "nothing was written");
+  }
+  return to_api_error(e, what_of(p));
 }
 
 void api_worker_state::answer(pending_write& p, const outcome& o) {

@@ -2,6 +2,7 @@
 
 #include "actors/context.hpp"
 #include "messages/interfaces.hpp"
+#include "persistence/db_error.hpp"
 #include "persistence/order_store.hpp"
 
 #include <caf/all.hpp>
@@ -36,9 +37,15 @@ struct api_worker_state {
   bool flush_scheduled = false;
 
   void enqueue(pending_write w);
+  /// Answers every command of `batch` whose deadline has passed with
+  /// "nothing was written" and removes it; returns how many.
+  size_t refuse_late(std::vector<pending_write>& batch);
   /// Commits everything pending in one transaction and answers each command.
   void flush();
   void answer(pending_write& w, const outcome& o);
+  /// The answer to a command whose write failed with `e`: "its deadline
+  /// passed" when that is why (counted), else the error's own mapping.
+  caf::error failure_of(const pending_write& p, const persistence::db_error& e);
   caf::result<order_view> view(const get_order& cmd);
   static inline const char* name = "api";
 };

@@ -87,6 +87,7 @@ void declare_series(telemetry& m, const config::settings& cfg) {
   }
   for (auto outcome : {"created", "replayed"})
     m.declare("api_orders_total", {{"outcome", outcome}});
+  m.declare("api_commands_expired_total");
   for (auto reason : {"consumer_gap", "broker_epoch"})
     m.declare("repair_republished_total", {{"reason", reason}});
   m.declare("broker_epochs_total");

@@ -31,6 +31,10 @@ const std::vector<double> size_buckets{1,   2,   5,   10,   25,  50,
 const std::map<std::string, family>& catalog() {
   static const std::map<std::string, family> all{
     {"api_orders_total", {kind::counter, "Orders accepted by the API."}},
+    {"api_commands_expired_total",
+     {kind::counter, "Order commands refused or rolled back because their "
+                     "deadline passed before they could be committed; "
+                     "nothing of them was written."}},
     {"http_requests_total",
      {kind::counter, "HTTP requests by route and status class."}},
     {"http_request_duration_seconds",

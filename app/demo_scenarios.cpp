@@ -180,7 +180,14 @@ scenario_runner::start(const scenario& s) {
                       cmd.idempotency_key;
         retries.push_back(std::move(line));
       }
-      self->request(root_, timeout, cmd)
+      cmd.deadline_unix_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+          (std::chrono::system_clock::now() + timeout).time_since_epoch())
+          .count();
+      // Two seconds past its deadline: the worker's own answer (written or
+      // not) arrives first; only silence is an unknown outcome, and the
+      // keyed retry settles that.
+      self->request(root_, timeout + std::chrono::seconds(2), cmd)
         .receive([&](order_accepted& a) { run.order_id = a.order_id; },
                  [&](caf::error& err) { last_error = sys_.render(err); });
     }

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <random>
+#include <type_traits>
 
 namespace ef::app {
 
@@ -55,16 +56,67 @@ std::string traceparent_of(const request& req) {
   return buf;
 }
 
-/// Maps an error reply of the tree to an HTTP response. Unavailable is 503
-/// with Retry-After; an internal error is 500 with a stable code and no
-/// internal detail (the cause is in the log).
-response error_response(const caf::error& err) {
+/// What a request may have written, for the answer to a failure whose
+/// outcome the front cannot know itself (docs/api-contract.md).
+enum class writes {
+  nothing,  ///< a read
+  create,   ///< POST /orders: a keyed retry settles it
+  cancel,   ///< POST /orders/{id}/cancel: reading the order settles it
+  dlq_verb, ///< admin replay or discard: reading the entry settles it
+};
+
+/// The client's way to learn what happened, for an unknown outcome.
+std::string settle_hint(writes w) {
+  switch (w) {
+  case writes::nothing:
+    break;
+  case writes::create:
+    return "retry with the same Idempotency-Key: it returns the order if it "
+           "was created, and creates it once if not (without a key, a retry "
+           "may create a second order)";
+  case writes::cancel:
+    return "GET /orders/{id} shows whether the cancel was recorded (an "
+           "OrderCancelled event); a second cancel answers 409 if it was";
+  case writes::dlq_verb:
+    return "GET /admin/dlq/{id} shows the entry's status";
+  }
+  return "retry";
+}
+
+/// 503 whose body says, as a fact, that nothing was written.
+response not_written(const std::string& message, const std::string& field) {
+  nlohmann::json body{{"error", message}, {"written", false}};
+  if (!field.empty())
+    body["field"] = field;
+  auto r = response::json(503, body.dump());
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+/// 503 whose body says the outcome is unknown, and how to settle it.
+response outcome_unknown(const std::string& message, writes w) {
+  nlohmann::json body{{"error", message + "; " + settle_hint(w)},
+                      {"outcome", "unknown"}};
+  auto r = response::json(503, body.dump());
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+/// Maps an error reply of the tree to an HTTP response. Every 5xx says
+/// whether something was written: "written": false when the tree knows
+/// nothing was, "outcome": "unknown" otherwise. An internal error is 500
+/// with a stable code and no internal detail (the cause is in the log).
+response error_response(const caf::error& err, writes w,
+                        std::chrono::milliseconds waited) {
   if (err.category() != api_error_category()) {
-    // Timeout or a dead receiver: the tree is busy or restarting.
-    auto r = response::error(503, "service unavailable, nothing was written; "
-                                  "retry");
-    r.headers.emplace_back("Retry-After", "1");
-    return r;
+    // No answer in time, or the actor holding the command stopped: the
+    // front cannot know whether it was written (unless it writes nothing).
+    auto why = err == caf::sec::request_timeout
+                 ? "no answer within " + std::to_string(waited.count()) + " ms"
+                 : std::string("the actor holding the request stopped");
+    if (w == writes::nothing)
+      return not_written("service unavailable (" + why + "); retry", "");
+    return outcome_unknown(why + "; the outcome is unknown", w);
   }
   std::string field, message;
   auto& ctx = err.context();
@@ -79,18 +131,31 @@ response error_response(const caf::error& err) {
     return response::error(404, message, field);
   case api_errc::conflict:
     return response::error(409, message, field);
-  case api_errc::unavailable: {
-    auto r = response::error(503, message, field);
-    r.headers.emplace_back("Retry-After", "1");
-    return r;
-  }
+  case api_errc::unavailable:
+    return not_written(message, field);
+  case api_errc::outcome_unknown:
+    return outcome_unknown(message, w);
   case api_errc::internal:
     break;
   }
   nlohmann::json body{{"error", "internal error; nothing was written"},
-                      {"code", "internal"}};
+                      {"code", "internal"},
+                      {"written", false}};
   return response::json(500, body.dump());
 }
+
+std::int64_t unix_ms_in(std::chrono::milliseconds from_now) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           (std::chrono::system_clock::now() + from_now).time_since_epoch())
+    .count();
+}
+
+/// How much longer than its deadline the front waits for a command's
+/// answer: an API worker that cannot commit it in time rolls it back and
+/// says so, and that answer needs a moment to arrive. Past this, the front
+/// answers "outcome unknown" (only a COMMIT started before the deadline can
+/// still be running).
+constexpr std::chrono::milliseconds answer_grace{2000};
 
 } // namespace
 
@@ -135,19 +200,30 @@ struct http_frontend::impl {
 
   /// Sends `cmd` to the tree; the reply (or the error, or the timeout)
   /// completes the request from the asking actor's thread. No HTTP thread
-  /// waits for the tree.
+  /// waits for the tree. A command that writes carries its deadline
+  /// (now + http.request-timeout-ms): the tree writes it by then or not at
+  /// all, and the front waits answer_grace longer for the tree to say
+  /// which.
   template <class Reply, class Command, class OnReply>
-  void ask(Command cmd, responder done, OnReply on_reply) {
-    auto timeout = std::chrono::milliseconds(cfg.http.request_timeout_ms);
+  void ask(Command cmd, responder done, OnReply on_reply,
+           writes w = writes::nothing) {
+    auto limit = std::chrono::milliseconds(cfg.http.request_timeout_ms);
+    auto timeout = limit;
+    if constexpr (std::is_same_v<Command, create_order> ||
+                  std::is_same_v<Command, cancel_order>) {
+      cmd.deadline_unix_ms = unix_ms_in(limit);
+      timeout += answer_grace;
+    }
     // The root goes in as a spawn argument: CAF 0.17 binds a reference to a
     // null argument tuple for an actor spawned without any (undefined
     // behaviour that UBSan reports).
     sys.spawn(
-      [timeout, cmd = std::move(cmd), done, on_reply](
+      [timeout, w, cmd = std::move(cmd), done, on_reply](
         caf::event_based_actor* self, const eventforge_actor& r) mutable {
         self->request(r, timeout, std::move(cmd))
-          .then([=](Reply& reply) { done(on_reply(reply)); },
-                [=](caf::error& err) { done(error_response(err)); });
+          .then(
+            [=](Reply& reply) { done(on_reply(reply)); },
+            [=](caf::error& err) { done(error_response(err, w, timeout)); });
       },
       root);
   }
@@ -198,8 +274,12 @@ struct http_frontend::impl {
     if (auto* refused = std::get_if<response>(&who))
       return done(std::move(*refused));
     cmd.actor = std::get<std::string>(who);
-    ask<dlq_reply>(std::move(cmd), done,
-                   [](dlq_reply& r) { return response::json(200, r.json); });
+    auto w = cmd.verb == dlq_verb::replay || cmd.verb == dlq_verb::discard
+               ? writes::dlq_verb
+               : writes::nothing;
+    ask<dlq_reply>(
+      std::move(cmd), done,
+      [](dlq_reply& r) { return response::json(200, r.json); }, w);
   }
 
   /// A DLQ entry id in a path: a positive integer, else 404.
@@ -278,15 +358,18 @@ struct http_frontend::impl {
                                            refused->field));
              auto cmd = std::get<create_order>(std::move(parsed));
              cmd.traceparent = traceparent_of(req);
-             ask<order_accepted>(std::move(cmd), done, [](order_accepted& a) {
-               auto res = response::json(201, json{{"order_id", a.order_id},
-                                                   {"event_id", a.event_id},
-                                                   {"status", a.status}}
-                                                .dump());
-               if (a.replayed)
-                 res.headers.emplace_back("Idempotent-Replayed", "true");
-               return res;
-             });
+             ask<order_accepted>(
+               std::move(cmd), done,
+               [](order_accepted& a) {
+                 auto res = response::json(201, json{{"order_id", a.order_id},
+                                                     {"event_id", a.event_id},
+                                                     {"status", a.status}}
+                                                  .dump());
+                 if (a.replayed)
+                   res.headers.emplace_back("Idempotent-Replayed", "true");
+                 return res;
+               },
+               writes::create);
            }});
     // A cancel carries no body (none is needed; RFC 9112 allows none).
     r.add(
@@ -295,11 +378,13 @@ struct http_frontend::impl {
          if (!is_uuid(id))
            return done(response::error(404, "no such order", "order_id"));
          ask<cancel_accepted>(
-           cancel_order{id, traceparent_of(req)}, done, [](cancel_accepted& a) {
+           cancel_order{id, traceparent_of(req)}, done,
+           [](cancel_accepted& a) {
              return response::json(
                202,
                json{{"order_id", a.order_id}, {"event_id", a.event_id}}.dump());
-           });
+           },
+           writes::cancel);
        }});
     r.add({"GET", "/orders/{id}", [this](request& req, responder done) {
              auto& id = req.params.at("id");

@@ -237,7 +237,9 @@ std::vector<option> make_options() {
   v.push_back(int_opt<int>(
     "http.request-timeout-ms",
     [](settings& s) -> int& { return s.http.request_timeout_ms; }, 100, 600000,
-    "how long a request waits for the API actor before 503"));
+    "deadline of a create or cancel: one not committed within this is not "
+    "written at all and answered 503 with \"written\": false; a read waits "
+    "this long for its answer"));
   v.push_back(str_opt(
     "http.admin-token",
     [](settings& s) -> std::string& { return s.http.admin_token; }, nullptr,

@@ -19,11 +19,18 @@ enum class api_errc : std::uint8_t {
   /// The command conflicts with stored state (reused idempotency key with
   /// another body, order already cancelled).
   conflict,
-  /// The database could not be reached or the outcome is unknown; retry with
-  /// the same idempotency key.
+  /// Nothing was written: the database could not be reached, or the
+  /// command's deadline passed before it could be committed (it was refused
+  /// or rolled back). Retrying is safe.
   unavailable,
-  /// The database rejected the write for a reason retrying cannot fix.
+  /// The database rejected the write for a reason retrying cannot fix;
+  /// nothing was written.
   internal,
+  /// The command may or may not have been committed: the connection broke
+  /// during COMMIT, or the actor that held it stopped after its commit.
+  /// Retry a create with the same idempotency key (it returns the order if
+  /// it exists); read an order to learn whether its cancel was recorded.
+  outcome_unknown,
 };
 
 inline const char* to_string(api_errc code) {
@@ -38,6 +45,8 @@ inline const char* to_string(api_errc code) {
     return "unavailable";
   case api_errc::internal:
     return "internal";
+  case api_errc::outcome_unknown:
+    return "outcome_unknown";
   }
   return "unknown";
 }

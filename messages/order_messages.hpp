@@ -27,28 +27,41 @@ typename Inspector::result_type inspect(Inspector& f, order_item& x) {
 
 /// Places an order. `idempotency_key` may be empty; `request_fingerprint`
 /// identifies the request body so a reused key with another body is a 409.
+///
+/// `deadline_unix_ms` (0: none) is when the sender stops waiting for the
+/// answer, in milliseconds since the Unix epoch. An API worker that cannot
+/// commit the command by then writes nothing and answers
+/// api_errc::unavailable ("nothing was written"), so that answer is a fact;
+/// only a sender that gives up waiting without an answer must treat the
+/// outcome as unknown (docs/api-contract.md).
 struct create_order {
   std::string customer_id;
   std::vector<order_item> items;
   std::string idempotency_key;
   std::string request_fingerprint;
   std::string traceparent;
+  std::int64_t deadline_unix_ms = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, create_order& x) {
   return f(caf::meta::type_name("create_order"), x.customer_id, x.items,
-           x.idempotency_key, x.request_fingerprint, x.traceparent);
+           x.idempotency_key, x.request_fingerprint, x.traceparent,
+           x.deadline_unix_ms);
 }
 
+/// Requests the cancellation of an order; `deadline_unix_ms` as for
+/// create_order.
 struct cancel_order {
   std::string order_id;
   std::string traceparent;
+  std::int64_t deadline_unix_ms = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cancel_order& x) {
-  return f(caf::meta::type_name("cancel_order"), x.order_id, x.traceparent);
+  return f(caf::meta::type_name("cancel_order"), x.order_id, x.traceparent,
+           x.deadline_unix_ms);
 }
 
 struct get_order {

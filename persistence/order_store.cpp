@@ -132,13 +132,34 @@ order_store::order_store(std::string dsn, int shards)
 
 order_store::~order_store() = default;
 
-void order_store::write(const std::function<void(order_writer&)>& body) {
+void order_store::write(
+  const std::function<void(order_writer&)>& body,
+  std::optional<std::chrono::system_clock::time_point> deadline) {
+  using namespace std::chrono;
+  auto left = [&] {
+    return duration_cast<milliseconds>(*deadline - system_clock::now());
+  };
   try {
+    if (deadline && left().count() <= 0)
+      throw db_error(db_errc::transient, "the deadline passed before the "
+                                         "transaction began; nothing was "
+                                         "written");
     pqxx::work w(db_->get());
+    if (deadline)
+      // A lock or a stalled server cannot hold a statement past the
+      // deadline: it is cancelled (SQLSTATE 57014, transient).
+      w.exec("SET LOCAL statement_timeout = " +
+             std::to_string(std::max<long long>(1, left().count())));
     order_writer::impl i{w, shards_};
     order_writer writer(i);
     body(writer);
+    if (deadline && left().count() <= 0)
+      throw db_error(db_errc::transient,
+                     "the deadline passed before COMMIT; rolled back, "
+                     "nothing was written");
     w.commit();
+  } catch (const db_error&) {
+    throw;
   } catch (...) {
     rethrow_as_db_error();
   }

@@ -2,6 +2,7 @@
 
 #include "messages/order_messages.hpp"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -71,7 +72,15 @@ public:
   /// Runs `body` inside ONE transaction and commits it: every command it
   /// wrote becomes durable together (group commit) or, if anything throws,
   /// none does.
-  void write(const std::function<void(order_writer&)>& body);
+  ///
+  /// With a `deadline`, no statement may run past it (statement_timeout),
+  /// and the transaction is rolled back instead of committed if the
+  /// deadline has passed when the body is done: either way it throws
+  /// db_error(transient) and nothing is written. Only COMMIT itself may end
+  /// after the deadline.
+  void write(const std::function<void(order_writer&)>& body,
+             std::optional<std::chrono::system_clock::time_point> deadline =
+               std::nullopt);
 
   /// One order in its own transaction: order, items, idempotency key and
   /// the OrderCreated outbox row, all or none.
