@@ -37,6 +37,16 @@ const std::map<std::string, family>& catalog() {
                      "nothing of them was written."}},
     {"http_requests_total",
      {kind::counter, "HTTP requests by route and status class."}},
+    {"http_open_connections",
+     {kind::gauge, "HTTP connections open now (at most "
+                   "http.max-connections)."}},
+    {"http_connections_rejected_total",
+     {kind::counter, "Connections answered 503 because all "
+                     "http.max-connections were in use."}},
+    {"http_accept_errors_total",
+     {kind::counter, "Failed accepts of the HTTP listener by error (EMFILE, "
+                     "ENFILE, ENOBUFS, ...); it accepts again after a short "
+                     "pause."}},
     {"http_request_duration_seconds",
      {kind::histogram, "HTTP request latency by route.", &latency_buckets}},
     {"outbox_unsent_rows", {kind::gauge, "Outbox rows not yet published."}},

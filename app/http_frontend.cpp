@@ -20,8 +20,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <random>
 #include <type_traits>
+
+#include <sys/resource.h>
 
 namespace ef::app {
 
@@ -340,6 +343,11 @@ struct http_frontend::impl {
     }
     body["actors"] = waiting.empty() ? json("ok") : json(waiting);
     ready = ready && waiting.empty();
+    // New clients are turned away (or wait in the backlog) while the
+    // listener is saturated: not ready for more load.
+    auto saturated = server ? server->saturation() : std::string{};
+    body["http"] = saturated.empty() ? json("ok") : json(saturated);
+    ready = ready && saturated.empty();
     body["ready"] = ready;
     return response::json(ready ? 200 : 503, body.dump());
   }
@@ -512,8 +520,69 @@ http_frontend::~http_frontend() {
   stop();
 }
 
+namespace {
+
+/// Descriptors the process holds now (its open files, sockets and pipes).
+long open_descriptors() {
+  long n = 0;
+  std::error_code ec;
+  for (auto i = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && i != std::filesystem::directory_iterator(); i.increment(ec))
+    ++n;
+  return n;
+}
+
+/// Descriptors kept free for what the process opens after start: database
+/// reconnections, Kafka clients of the overview, the journal, log files.
+constexpr long descriptor_headroom = 64;
+
+/// Makes sure http.max-connections fits in RLIMIT_NOFILE next to what the
+/// process already holds, raising the soft limit up to the hard one if it
+/// must; throws, naming both numbers, if it cannot.
+void check_descriptor_limit(int max_connections) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+    return;
+  auto held = open_descriptors();
+  auto needed =
+    static_cast<rlim_t>(max_connections + held + descriptor_headroom);
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < needed) {
+    auto raised = lim;
+    raised.rlim_cur = lim.rlim_max == RLIM_INFINITY
+                        ? needed
+                        : std::min<rlim_t>(needed, lim.rlim_max);
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0 && raised.rlim_cur >= needed) {
+      spdlog::info("http: raised RLIMIT_NOFILE from {} to {} for "
+                   "http.max-connections {}",
+                   lim.rlim_cur, raised.rlim_cur, max_connections);
+      return;
+    }
+    throw std::runtime_error(
+      "http.max-connections (" + std::to_string(max_connections) + ") plus " +
+      std::to_string(held) + " descriptors already open plus " +
+      std::to_string(descriptor_headroom) +
+      " kept free exceeds RLIMIT_NOFILE (" + std::to_string(lim.rlim_cur) +
+      ", hard limit " +
+      (lim.rlim_max == RLIM_INFINITY ? std::string("unlimited")
+                                     : std::to_string(lim.rlim_max)) +
+      "): lower http.max-connections to at most " +
+      std::to_string(std::max<long>(
+        0, static_cast<long>(lim.rlim_max == RLIM_INFINITY ? lim.rlim_cur
+                                                           : lim.rlim_max) -
+             held - descriptor_headroom)) +
+      " or raise the limit (ulimit -n)");
+  }
+}
+
+const char* const accept_error_names[] = {"EMFILE", "ENFILE",       "ENOBUFS",
+                                          "ENOMEM", "ECONNABORTED", "EPERM",
+                                          "EPROTO", "other"};
+
+} // namespace
+
 int http_frontend::start() {
   auto& c = impl_->cfg.http;
+  check_descriptor_limit(c.max_connections);
   http::server_limits limits;
   limits.max_body_bytes = static_cast<size_t>(c.max_body_bytes);
   limits.max_header_bytes = static_cast<size_t>(c.max_header_bytes);
@@ -521,21 +590,37 @@ int http_frontend::start() {
   limits.body_timeout = std::chrono::milliseconds(c.header_timeout_ms);
   limits.idle_timeout = std::chrono::milliseconds(c.idle_timeout_ms);
   limits.threads = c.threads;
+  limits.max_connections = static_cast<size_t>(c.max_connections);
   auto metrics = impl_->metrics;
   auto routes = impl_->routes();
   for (auto& label : routes.labels())
     for (auto status : {"2xx", "4xx", "5xx"})
       metrics->declare("http_requests_total",
                        {{"route", label}, {"status", status}});
-  impl_->server = std::make_unique<http::server>(
-    std::move(routes), limits,
-    [metrics](const std::string& route, int status, double seconds) {
-      metrics->add(
-        "http_requests_total",
-        {{"route", route}, {"status", std::to_string(status / 100) + "xx"}});
-      metrics->observe("http_request_duration_seconds", {{"route", route}},
-                       seconds);
-    });
+  for (auto name : accept_error_names)
+    metrics->declare("http_accept_errors_total", {{"error", name}});
+  metrics->declare("http_connections_rejected_total");
+  metrics->set("http_open_connections", {}, 0);
+  http::server_events events;
+  events.response = [metrics](const std::string& route, int status,
+                              double seconds) {
+    metrics->add(
+      "http_requests_total",
+      {{"route", route}, {"status", std::to_string(status / 100) + "xx"}});
+    metrics->observe("http_request_duration_seconds", {{"route", route}},
+                     seconds);
+  };
+  events.accept_error = [metrics](const std::string& name) {
+    metrics->add("http_accept_errors_total", {{"error", name}});
+  };
+  events.rejected = [metrics] {
+    metrics->add("http_connections_rejected_total", {});
+  };
+  events.open_connections = [metrics](size_t n) {
+    metrics->set("http_open_connections", {}, static_cast<double>(n));
+  };
+  impl_->server =
+    std::make_unique<http::server>(std::move(routes), limits, events);
   impl_->port = impl_->server->start(c.host, c.port);
   return impl_->port;
 }

@@ -235,6 +235,12 @@ std::vector<option> make_options() {
     [](settings& s) -> int& { return s.http.idle_timeout_ms; }, 100, 3600000,
     "how long a kept-alive connection may wait for its next request"));
   v.push_back(int_opt<int>(
+    "http.max-connections",
+    [](settings& s) -> int& { return s.http.max_connections; }, 1, 1000000,
+    "connections served at once; one more is answered 503 and closed. "
+    "Checked at start against RLIMIT_NOFILE (raised to the hard limit if "
+    "needed), which must also hold what the process has open plus 64"));
+  v.push_back(int_opt<int>(
     "http.request-timeout-ms",
     [](settings& s) -> int& { return s.http.request_timeout_ms; }, 100, 600000,
     "deadline of a create or cancel: one not committed within this is not "

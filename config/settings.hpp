@@ -18,6 +18,7 @@ struct settings {
     int request_timeout_ms = 5000;
     int header_timeout_ms = 10000;
     int idle_timeout_ms = 5000;
+    int max_connections = 1024;
     std::string admin_token; ///< "[NAME:]SECRET"; empty: admin endpoints off
   } http;
 

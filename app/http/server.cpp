@@ -4,9 +4,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cerrno>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -182,20 +185,37 @@ const std::set<std::string>& known_methods() {
 struct server::impl {
   router routes;
   server_limits limits;
-  observer on_response;
+  server_events events;
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
+  net::steady_timer accept_timer{ioc};
   std::vector<std::thread> threads;
   std::atomic<bool> stopping{false};
 
   class session;
-  std::mutex sessions_mtx;
+  mutable std::mutex sessions_mtx;
   std::set<std::shared_ptr<session>> sessions;
+  /// Connections being answered 503 past max_connections; bounded, since
+  /// each holds a descriptor.
+  std::atomic<size_t> rejecting{0};
+  /// Accepting is paused after an accept error (until accept_timer fires).
+  std::atomic<bool> accept_paused{false};
+  std::string last_accept_error; ///< guarded by sessions_mtx
+  /// Rate limit of the accept error log: one line per 10 s, with a count.
+  clock::time_point next_error_log{};
+  long errors_not_logged = 0;
 
-  impl(router r, server_limits l, observer o)
-      : routes(std::move(r)), limits(l), on_response(std::move(o)) {}
+  impl(router r, server_limits l, server_events e)
+      : routes(std::move(r)), limits(l), events(std::move(e)) {}
 
   void accept();
+  void on_accept_error(const beast::error_code& ec);
+  void reject(tcp::socket socket);
+  void report_open();
+  size_t open() const {
+    std::lock_guard<std::mutex> guard{sessions_mtx};
+    return sessions.size();
+  }
 };
 
 class server::impl::session
@@ -373,8 +393,8 @@ private:
                                                      size_t) {
         self->busy_ = false;
         ++self->served_;
-        if (self->owner_->on_response)
-          self->owner_->on_response(
+        if (self->owner_->events.response)
+          self->owner_->events.response(
             self->label_, status,
             std::chrono::duration<double>(clock::now() - self->started_)
               .count());
@@ -388,8 +408,11 @@ private:
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     stream_.socket().close(ignored);
-    std::lock_guard<std::mutex> guard{owner_->sessions_mtx};
-    owner_->sessions.erase(shared_from_this());
+    {
+      std::lock_guard<std::mutex> guard{owner_->sessions_mtx};
+      owner_->sessions.erase(shared_from_this());
+    }
+    owner_->report_open();
   }
 
   beast::tcp_stream stream_;
@@ -405,24 +428,184 @@ private:
   bool closing_ = false;
 };
 
+namespace {
+
+/// The answer to a connection past http.max-connections, written before its
+/// request is read.
+const std::string& saturated_response() {
+  static const std::string body =
+    R"({"error":"the server is at http.max-connections; retry shortly",)"
+    R"("field":"connection","written":false})";
+  static const std::string all =
+    "HTTP/1.1 503 Service Unavailable\r\nServer: eventforge\r\n"
+    "Content-Type: application/json\r\nRetry-After: 1\r\n"
+    "Connection: close\r\nContent-Length: " +
+    std::to_string(body.size()) + "\r\n\r\n" + body;
+  return all;
+}
+
+/// The symbolic name of an accept error, for logs and the metric label.
+std::string error_name(const beast::error_code& ec) {
+  switch (ec.value()) {
+  case EMFILE:
+    return "EMFILE";
+  case ENFILE:
+    return "ENFILE";
+  case ENOBUFS:
+    return "ENOBUFS";
+  case ENOMEM:
+    return "ENOMEM";
+  case ECONNABORTED:
+    return "ECONNABORTED";
+  case EPERM:
+    return "EPERM";
+  case EPROTO:
+    return "EPROTO";
+  default:
+    return "other";
+  }
+}
+
+/// Most connections answered 503 at once; beyond it a connection is closed
+/// without an answer (each one being answered holds a descriptor).
+constexpr size_t max_rejecting = 64;
+
+} // namespace
+
+void server::impl::report_open() {
+  if (events.open_connections)
+    events.open_connections(open());
+}
+
+void server::impl::on_accept_error(const beast::error_code& ec) {
+  auto name = error_name(ec);
+  if (events.accept_error)
+    events.accept_error(name);
+  auto what = name + " (" + ec.message() + ")";
+  {
+    std::lock_guard<std::mutex> guard{sessions_mtx};
+    last_accept_error = what;
+  }
+  auto now = clock::now();
+  if (now < next_error_log) {
+    ++errors_not_logged;
+    return;
+  }
+  next_error_log = now + std::chrono::seconds(10);
+  spdlog::warn("http: accepting a connection failed: {}{}; pausing {} ms, "
+               "then accepting again",
+               what,
+               errors_not_logged > 0
+                 ? " (and " + std::to_string(errors_not_logged) +
+                     " more since the last report)"
+                 : std::string{},
+               limits.accept_pause.count());
+  errors_not_logged = 0;
+}
+
+void server::impl::reject(tcp::socket socket) {
+  if (events.rejected)
+    events.rejected();
+  if (rejecting.load() >= max_rejecting) {
+    beast::error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  ++rejecting;
+  // Answer, stop sending, then read (and drop) what the client sends until
+  // it closes or a second passes: closing with unread bytes would reset the
+  // connection and could destroy the answer before the client reads it.
+  struct rejection {
+    beast::tcp_stream stream;
+    std::array<char, 1024> sink{};
+    impl* owner;
+    explicit rejection(tcp::socket s, impl* o)
+        : stream(std::move(s)), owner(o) {}
+    ~rejection() {
+      beast::error_code ignored;
+      stream.socket().close(ignored);
+      --owner->rejecting;
+    }
+    static void drain(std::shared_ptr<rejection> r) {
+      r->stream.async_read_some(net::buffer(r->sink),
+                                [r](beast::error_code ec, size_t) {
+                                  if (!ec)
+                                    drain(r);
+                                });
+    }
+  };
+  auto r = std::make_shared<rejection>(std::move(socket), this);
+  r->stream.expires_after(std::chrono::seconds(1));
+  net::async_write(r->stream, net::buffer(saturated_response()),
+                   [r](beast::error_code ec, size_t) {
+                     if (ec)
+                       return;
+                     beast::error_code ignored;
+                     r->stream.socket().shutdown(tcp::socket::shutdown_send,
+                                                 ignored);
+                     rejection::drain(r);
+                   });
+}
+
 void server::impl::accept() {
   acceptor.async_accept(
     net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
-      if (ec || stopping)
+      if (stopping)
         return; // closed: stop accepting
-      auto s = std::make_shared<session>(std::move(socket), this);
+      if (ec) {
+        // Out of descriptors or buffers, or a connection aborted before it
+        // was accepted: never a reason to stop listening. Pause, then
+        // accept again; the kernel's backlog holds clients meanwhile.
+        on_accept_error(ec);
+        accept_paused = true;
+        accept_timer.expires_after(limits.accept_pause);
+        accept_timer.async_wait([this](beast::error_code) {
+          accept_paused = false;
+          if (!stopping)
+            accept();
+        });
+        return;
+      }
+      std::shared_ptr<session> s;
       {
         std::lock_guard<std::mutex> guard{sessions_mtx};
-        sessions.insert(s);
+        if (sessions.size() < limits.max_connections) {
+          s = std::make_shared<session>(std::move(socket), this);
+          sessions.insert(s);
+        }
       }
-      s->start();
+      if (s) {
+        report_open();
+        s->start();
+      } else {
+        reject(std::move(socket));
+      }
       accept();
     });
 }
 
+std::string server::saturation() const {
+  auto n = impl_->open();
+  if (n >= impl_->limits.max_connections)
+    return "all " + std::to_string(impl_->limits.max_connections) +
+           " connections (http.max-connections) are in use";
+  if (impl_->accept_paused) {
+    std::lock_guard<std::mutex> guard{impl_->sessions_mtx};
+    return "accepting paused after an accept error: " +
+           impl_->last_accept_error;
+  }
+  return {};
+}
+
 server::server(router routes, server_limits limits, observer on_response)
-    : impl_(std::make_unique<impl>(std::move(routes), limits,
-                                   std::move(on_response))) {
+    : server(std::move(routes), limits,
+             server_events{std::move(on_response), {}, {}, {}}) {
+  // nop
+}
+
+server::server(router routes, server_limits limits, server_events events)
+    : impl_(
+        std::make_unique<impl>(std::move(routes), limits, std::move(events))) {
   // nop
 }
 
@@ -458,6 +641,7 @@ void server::stop(std::chrono::milliseconds grace) {
   net::post(impl_->ioc, [s = impl_.get()] {
     beast::error_code ignored;
     s->acceptor.close(ignored);
+    s->accept_timer.cancel();
   });
   {
     std::lock_guard<std::mutex> guard{impl_->sessions_mtx};

@@ -91,6 +91,26 @@ struct server_limits {
   std::chrono::milliseconds idle_timeout{5000};
   std::chrono::milliseconds write_timeout{10000};
   int threads = 2;
+  /// Connections served at once. One more is answered 503 and closed; the
+  /// server keeps serving the ones it has and takes new ones as they close.
+  size_t max_connections = 1024;
+  /// How long accepting pauses after an accept error (EMFILE, ENFILE,
+  /// ENOBUFS, ...): the backlog holds clients meanwhile, and a loop that
+  /// retried at once would spin on a full descriptor table.
+  std::chrono::milliseconds accept_pause{100};
+};
+
+/// What the server reports besides responses (all optional).
+struct server_events {
+  /// After each response is written: route label, status, seconds.
+  std::function<void(const std::string&, int, double)> response;
+  /// An accept failed; the name of the error ("EMFILE", ...). Accepting
+  /// resumes after limits.accept_pause.
+  std::function<void(const std::string&)> accept_error;
+  /// A connection past max_connections was answered 503 and closed.
+  std::function<void()> rejected;
+  /// Connections open now (after each change).
+  std::function<void(size_t)> open_connections;
 };
 
 /// Called after each response is written: route label, status, seconds.
@@ -106,6 +126,7 @@ using observer = std::function<void(const std::string&, int, double)>;
 class server {
 public:
   server(router routes, server_limits limits, observer on_response = {});
+  server(router routes, server_limits limits, server_events events);
   ~server();
 
   /// Binds and starts the threads; returns the bound port (0 = any).
@@ -116,6 +137,10 @@ public:
   /// answered (with Connection: close) for at most `grace`, then everything
   /// is closed and the threads are joined.
   void stop(std::chrono::milliseconds grace = std::chrono::seconds(5));
+
+  /// Why new connections are not served right now ("" if they are): every
+  /// connection slot is taken, or accepting pauses after an accept error.
+  std::string saturation() const;
 
 private:
   struct impl;

@@ -11,9 +11,11 @@
 #include <arpa/inet.h>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -505,4 +507,139 @@ TEST_CASE("the_fuzz_seed_corpus_replayed_over_http_never_gets_a_5xx_and_only_"
   // Exactly the accepted orders exist, each with its outbox row.
   CHECK(f.db.scalar<long>("SELECT count(*) FROM orders") == accepted);
   CHECK(f.db.scalar<long>("SELECT count(*) FROM outbox") == accepted);
+}
+
+TEST_CASE("a_client_past_http_max_connections_gets_503_the_open_ones_are_"
+          "served_and_new_ones_are_taken_as_they_close") {
+  auto cfg = test::test_settings();
+  cfg.http.max_connections = 4;
+  api_fixture f(cfg);
+  // Four clients hold every slot (connected, no request yet).
+  std::vector<std::unique_ptr<raw_connection>> held;
+  for (int i = 0; i < 4; ++i)
+    held.push_back(std::make_unique<raw_connection>(f.port()));
+  // The accept queue is FIFO: a fifth is taken after them, past the limit.
+  raw_connection fifth(f.port());
+  fifth.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto refused = fifth.read([](const std::string& s) {
+    return s.find("\r\n\r\n") != std::string::npos &&
+           s.find("}") != std::string::npos;
+  });
+  INFO(refused);
+  CHECK(refused.rfind("HTTP/1.1 503", 0) == 0);
+  CHECK(refused.find("http.max-connections") != std::string::npos);
+  CHECK(refused.find("\"written\":false") != std::string::npos);
+  CHECK(fifth.closed_by_peer());
+  // The connections it has are served: an order on one, readiness (which
+  // says the server is saturated) on another.
+  auto body = test::order_body("held", 1, 100);
+  held[0]->send("POST /orders HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                "application/json\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n" + body);
+  auto created = held[0]->read([](const std::string& s) {
+    return s.find("order_id") != std::string::npos &&
+           s.find("}") != std::string::npos;
+  });
+  CHECK(created.rfind("HTTP/1.1 201", 0) == 0);
+  held[1]->send("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto ready = held[1]->read([](const std::string& s) {
+    return s.find("\"ready\"") != std::string::npos;
+  });
+  INFO(ready);
+  CHECK(ready.rfind("HTTP/1.1 503", 0) == 0);
+  CHECK(ready.find("connections (http.max-connections) are in use") !=
+        std::string::npos);
+  // Two clients leave: new ones are taken again.
+  held.resize(2);
+  std::pair<int, std::string> later;
+  REQUIRE(test::wait_until(
+    [&] {
+      later = test::post_json(f.t->url(), "/orders",
+                              test::order_body("later", 1, 100));
+      return later.first == 201;
+    },
+    10s));
+  CHECK(f.db.scalar<long>("SELECT count(*) FROM orders") == 2);
+  CHECK(test::counters(f.t->system(),
+                       f.t->root())["http_connections_rejected_total"] >= 1);
+}
+
+TEST_CASE("a_serve_whose_descriptors_run_out_under_a_flood_accepts_again_"
+          "once_the_flood_is_released") {
+  test::database db;
+  test::temp_dir logs;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  auto log = logs.path + "/serve.log";
+  test::child_process serve(
+    test::serve_command(db.dsn(), broker.bootstrap_servers()), log);
+  auto url = test::ready_field(serve.await_line("ready"), "http");
+  REQUIRE_FALSE(url.empty());
+  auto port = std::stoi(url.substr(url.rfind(':') + 1));
+  REQUIRE(
+    test::post_json(url, "/orders", test::order_body("before", 1, 1)).first ==
+    201);
+  // A low descriptor limit: what it holds now plus 16.
+  long held = 0;
+  for (auto& e : std::filesystem::directory_iterator(
+         "/proc/" + std::to_string(serve.pid()) + "/fd")) {
+    (void)e;
+    ++held;
+  }
+  rlimit low{static_cast<rlim_t>(held + 16), static_cast<rlim_t>(held + 16)};
+  REQUIRE(::prlimit(serve.pid(), RLIMIT_NOFILE, &low, nullptr) == 0);
+  // A flood well past it: the listener runs out of descriptors (EMFILE).
+  std::vector<std::unique_ptr<raw_connection>> flood;
+  for (int i = 0; i < 200; ++i)
+    flood.push_back(std::make_unique<raw_connection>(port));
+  auto log_says = [&](const std::string& what) {
+    std::ifstream in(log);
+    std::stringstream all;
+    all << in.rdbuf();
+    return all.str().find(what) != std::string::npos;
+  };
+  REQUIRE(test::wait_until(
+    [&] { return log_says("accepting a connection failed: EMFILE"); }, 20s));
+  // Released: the flood leaves. New orders are accepted again at once (the
+  // old listener stopped accepting for good after its first error).
+  flood.clear();
+  auto released = std::chrono::steady_clock::now();
+  std::pair<int, std::string> after;
+  REQUIRE(test::wait_until(
+    [&] {
+      after = test::post_json(url, "/orders", test::order_body("after", 1, 1));
+      return after.first == 201;
+    },
+    20s));
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+    std::chrono::steady_clock::now() - released);
+  std::cout << "accepting again " << took.count()
+            << " ms after the flood was released" << std::endl;
+  CHECK(took < 2s); // the pause after an accept error is 100 ms
+  CHECK(db.scalar<long>("SELECT count(*) FROM orders WHERE customer_id = "
+                        "'after'") == 1);
+  // /metrics counted the errors by name.
+  httplib::Client cli(url);
+  auto metrics = cli.Get("/metrics");
+  REQUIRE(metrics);
+  auto series = std::string("http_accept_errors_total{error=\"EMFILE\"} ");
+  auto at = metrics->body.find(series);
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(metrics->body.substr(at + series.size())) > 0);
+}
+
+TEST_CASE("serve_refuses_to_start_when_http_max_connections_does_not_fit_"
+          "the_descriptor_limit_naming_both_numbers") {
+  test::database db;
+  kafka::embedded_broker broker(1, {{"orders", 6}});
+  std::string cmd = "ulimit -n 256 && exec";
+  for (auto& a : test::serve_command(db.dsn(), broker.bootstrap_servers(),
+                                     {"--http.max-connections=1000"}))
+    cmd += " '" + a + "'";
+  auto [code, out] = test::run_command("bash -c \"" + cmd + "\" 2>&1");
+  INFO(out);
+  CHECK(code != 0);
+  CHECK(out.find("http.max-connections (1000)") != std::string::npos);
+  CHECK(out.find("RLIMIT_NOFILE (256") != std::string::npos);
+  CHECK(db.scalar<long>("SELECT count(*) FROM orders") == 0);
 }
