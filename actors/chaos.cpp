@@ -74,20 +74,51 @@ void chaos::on_crash(std::function<void(crash_point, const crash_site&)> f) {
   observer_ = std::move(f);
 }
 
-void chaos::arm(crash_point p, const std::string& trace_id,
+bool chaos::arm(crash_point p, const std::string& trace_id,
                 const std::string& consumer) {
   std::lock_guard<std::mutex> guard{mtx_};
+  if (armed_.size() >= max_armed)
+    return false;
   armed_.push_back({p, trace_id, consumer});
   mask_ |= 1u << static_cast<unsigned>(p);
+  return true;
 }
 
-void chaos::poison(const std::string& trace_id, const std::string& consumer) {
+bool chaos::poison(const std::string& trace_id, const std::string& consumer) {
   std::lock_guard<std::mutex> guard{mtx_};
-  // Bounded: a long-running demo forgets its oldest poisons.
-  if (poisoned_.size() >= 1000)
-    poisoned_.erase(poisoned_.begin());
+  if (poisoned_.size() >= max_armed)
+    return false;
   poisoned_.emplace_back(trace_id, consumer);
   any_poison_ = true;
+  return true;
+}
+
+void chaos::disarm(const std::string& trace_id) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  armed_.erase(std::remove_if(
+                 armed_.begin(), armed_.end(),
+                 [&](const armed_crash& a) { return a.trace_id == trace_id; }),
+               armed_.end());
+  auto still = configured_;
+  for (auto& a : armed_)
+    still |= 1u << static_cast<unsigned>(a.point);
+  mask_ = still;
+  poisoned_.erase(
+    std::remove_if(poisoned_.begin(), poisoned_.end(),
+                   [&](const auto& p) { return p.first == trace_id; }),
+    poisoned_.end());
+  any_poison_ = !poisoned_.empty();
+}
+
+bool chaos::armed_for(const std::string& trace_id) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  for (auto& a : armed_)
+    if (a.trace_id == trace_id)
+      return true;
+  for (auto& p : poisoned_)
+    if (p.first == trace_id)
+      return true;
+  return false;
 }
 
 bool chaos::poisoned_slow(const std::string& key) const {

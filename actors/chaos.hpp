@@ -99,14 +99,27 @@ public:
     return enabled(p) && decide_and_count(p, key, site);
   }
 
+  /// Most crashes armed (and traces poisoned) at once: arm() and poison()
+  /// refuse more, so a page that arms and never lets its order through
+  /// cannot grow the list without bound.
+  static constexpr size_t max_armed = 16;
+
   /// Arms a one-shot crash at `p` for the events of the W3C trace
   /// `trace_id` (32 hex digits), only in `consumer` if it is not empty.
-  void arm(crash_point p, const std::string& trace_id,
+  /// False (nothing armed) if max_armed crashes are armed already.
+  bool arm(crash_point p, const std::string& trace_id,
            const std::string& consumer = "");
 
+  /// Removes every crash armed and every poison set for the trace.
+  void disarm(const std::string& trace_id);
+
+  /// True while a crash is armed or a poison set for the trace.
+  bool armed_for(const std::string& trace_id) const;
+
   /// Makes every delivery of the trace's events to `consumer` fail as a
-  /// transient error, except a DLQ replay: retried, then parked.
-  void poison(const std::string& trace_id, const std::string& consumer);
+  /// transient error, except a DLQ replay: retried, then parked. False
+  /// (nothing set) if max_armed traces are poisoned already.
+  bool poison(const std::string& trace_id, const std::string& consumer);
 
   /// True if the delivery with this consumer-side crash key is poisoned.
   bool poisoned(const std::string& key) const {

@@ -141,19 +141,67 @@ scenario_runner::scenario_runner(caf::actor_system& sys, eventforge_actor root,
 
 scenario_runner::~scenario_runner() = default;
 
-std::variant<scenario_run, std::string>
+std::string scenario_runner::busy_with() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (!current_)
+    return {};
+  auto age = std::chrono::steady_clock::now() - current_->started;
+  bool pending = current_->placing || current_->following ||
+                 faults_->armed_for(current_->trace_id);
+  if (pending && age < max_run) {
+    auto s = std::chrono::duration_cast<std::chrono::seconds>(age).count();
+    return "scenario \"" + current_->name + "\" is still running (started " +
+           std::to_string(s) + " s ago); one runs at a time";
+  }
+  // Over, or given up on: nothing of it stays armed.
+  faults_->disarm(current_->trace_id);
+  current_.reset();
+  return {};
+}
+
+std::variant<scenario_run, std::string, scenario_refused>
 scenario_runner::start(const scenario& s) {
   if (!faults_)
     return std::string("this process has no crash points to arm");
+  if (auto busy = busy_with(); !busy.empty())
+    return scenario_refused{busy};
   scenario_run run;
   run.trace_id = random_hex(32);
+  auto state = std::make_shared<run_state>();
+  state->name = s.name;
+  state->trace_id = run.trace_id;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (current_) // another request took the slot meanwhile
+      return scenario_refused{"another scenario just started; one runs at a "
+                              "time"};
+    current_ = state;
+  }
+  // Whatever happens below, this run's faults never outlive it: an order
+  // that is not placed disarms them at once, a placed one when it is over
+  // (busy_with), at the latest after max_run.
+  struct disarm_unless_placed {
+    scenario_runner* self;
+    std::shared_ptr<run_state> state;
+    bool placed = false;
+    ~disarm_unless_placed() {
+      if (placed) {
+        state->placing = false;
+        return;
+      }
+      self->faults_->disarm(state->trace_id);
+      std::lock_guard<std::mutex> guard{self->mtx_};
+      if (self->current_ == state)
+        self->current_.reset();
+    }
+  } guard{this, state};
   auto focus = cfg_.consumer.enabled.empty() ? std::string{}
                                              : cfg_.consumer.enabled.front();
-  if (s.point)
-    faults_->arm(*s.point, run.trace_id,
-                 consumer_side(*s.point) ? focus : std::string{});
-  if (s.poison)
-    faults_->poison(run.trace_id, focus);
+  if (s.point && !faults_->arm(*s.point, run.trace_id,
+                               consumer_side(*s.point) ? focus : std::string{}))
+    return std::string("too many crashes armed already");
+  if (s.poison && !faults_->poison(run.trace_id, focus))
+    return std::string("too many events poisoned already");
 
   create_order cmd;
   cmd.customer_id = "demo-" + s.name;
@@ -193,7 +241,10 @@ scenario_runner::start(const scenario& s) {
     }
   }
   if (run.order_id.empty())
-    return "the order was not accepted: " + last_error;
+    return "the order was not confirmed after 10 attempts (last: " +
+           last_error + "); if one was written, Idempotency-Key " +
+           cmd.idempotency_key + " returns it";
+  guard.placed = true;
   // Only now is the order ID known that ties the retries to the order.
   for (auto& line : retries) {
     line.order_id = run.order_id;
@@ -201,12 +252,14 @@ scenario_runner::start(const scenario& s) {
   }
   journal_.flush(std::chrono::seconds(2));
   if (s.poison)
-    replay_when_parked(run.order_id, focus);
+    replay_when_parked(run.order_id, focus, state);
   return run;
 }
 
 void scenario_runner::replay_when_parked(const std::string& order_id,
-                                         const std::string& consumer) {
+                                         const std::string& consumer,
+                                         std::shared_ptr<run_state> state) {
+  state->following = true;
   // A detached actor: it waits on the database, never on a scheduler
   // thread, and stops with the tree (it monitors the root).
   auto store = std::make_shared<persistence::dlq_store>(dsn_);
@@ -222,36 +275,61 @@ void scenario_runner::replay_when_parked(const std::string& order_id,
   };
   // The root is a spawn argument, never an empty argument list (see
   // http_frontend's ask()).
+  // Ends the follow-up: the run's poison (and anything else still armed
+  // for it) goes, and the runner may start the next scenario.
+  auto finish = [faults = faults_, state] {
+    faults->disarm(state->trace_id);
+    state->following = false;
+  };
   sys_.spawn<caf::detached>(
-    [store, order_id, consumer, moved_past](caf::event_based_actor* self,
-                                            eventforge_actor root) {
+    [store, order_id, consumer, moved_past,
+     finish](caf::event_based_actor* self, eventforge_actor root) {
       self->monitor(root);
-      self->set_down_handler([self](caf::down_msg&) { self->quit(); });
+      self->set_down_handler([self, finish](caf::down_msg&) {
+        finish();
+        self->quit();
+      });
       auto polls = std::make_shared<int>(0);
+      auto replayed = std::make_shared<bool>(false);
+      auto replayed_id = std::make_shared<std::int64_t>(0);
       self->send(self, poll_atom::value);
       return caf::behavior{
         [=](poll_atom) {
-          bool ready = false;
-          std::optional<persistence::dlq_entry> head;
+          std::optional<persistence::dlq_entry> entry;
           try {
-            head = store->head_of(consumer, order_id);
-            ready =
-              head && head->status == dlq_status::parked && moved_past(*head);
+            // Before the replay: the parked head of the order; after it,
+            // the same entry until it says replayed.
+            entry = *replayed ? store->get(*replayed_id)
+                              : store->head_of(consumer, order_id);
           } catch (const std::exception& e) {
             spdlog::debug("demo: DLQ or offsets not readable yet: {}",
                           e.what());
           }
-          if (ready) {
-            spdlog::info("demo: replaying DLQ entry {} of order {}", head->id,
-                         order_id);
-            self->send(root,
-                       dlq_command{dlq_verb::replay, head->id, "", "demo"});
+          if (!*replayed && entry && entry->status == dlq_status::parked) {
+            bool past = false;
+            try {
+              past = moved_past(*entry);
+            } catch (const std::exception& e) {
+              spdlog::debug("demo: offsets not readable yet: {}", e.what());
+            }
+            if (past) {
+              spdlog::info("demo: replaying DLQ entry {} of order {}",
+                           entry->id, order_id);
+              self->send(root,
+                         dlq_command{dlq_verb::replay, entry->id, "", "demo"});
+              *replayed = true;
+              *replayed_id = entry->id;
+            }
+          } else if (*replayed && entry &&
+                     entry->status == dlq_status::replayed) {
+            finish();
             self->quit();
             return;
           }
           if (++*polls >= dlq_polls) {
-            spdlog::warn("demo: order {} was not parked in time; no replay",
-                         order_id);
+            spdlog::warn("demo: order {} was not {} in time", order_id,
+                         *replayed ? "replayed" : "parked");
+            finish();
             self->quit();
             return;
           }

@@ -7,7 +7,10 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -40,6 +43,11 @@ struct scenario_run {
   std::string trace_id;
 };
 
+/// Why a scenario may not start now (another one is still running).
+struct scenario_refused {
+  std::string why;
+};
+
 /// Runs scenarios against a running tree: arms the fault for a fresh trace,
 /// places a real order through the root actor as a client would (retrying
 /// with the same Idempotency-Key when the reply is lost), and, for a poison
@@ -52,16 +60,39 @@ public:
                   std::string brokers, std::shared_ptr<chaos> faults);
   ~scenario_runner();
 
-  /// The order's IDs once it is accepted, or why it could not be placed.
-  std::variant<scenario_run, std::string> start(const scenario& s);
+  /// The order's IDs once it is accepted, why it could not be placed
+  /// (a string), or why no scenario may start now (scenario_refused: one
+  /// runs at a time).
+  std::variant<scenario_run, std::string, scenario_refused>
+  start(const scenario& s);
+
+  /// The longest a run counts as running: past it, whatever it armed is
+  /// removed and the next one may start.
+  static constexpr std::chrono::seconds max_run{150};
 
 private:
+  /// The run in progress: the faults it armed stay until it is over.
+  struct run_state {
+    std::string name;
+    std::string trace_id;
+    std::chrono::steady_clock::time_point started =
+      std::chrono::steady_clock::now();
+    std::atomic<bool> placing{true};    ///< its order is not placed yet
+    std::atomic<bool> following{false}; ///< its DLQ follow-up is running
+  };
+
+  /// Why the current run still runs ("" if none does; a finished or
+  /// expired one is disarmed and forgotten here).
+  std::string busy_with();
+
   /// Replays the order's DLQ entry for `consumer` in the background, once it
   /// is parked and the consumer's offset has moved past the parked record
   /// (before that, a crash may still deliver the original again, which
-  /// would park it once more over the replay).
+  /// would park it once more over the replay), then waits until the entry
+  /// says replayed and disarms the run.
   void replay_when_parked(const std::string& order_id,
-                          const std::string& consumer);
+                          const std::string& consumer,
+                          std::shared_ptr<run_state> state);
 
   caf::actor_system& sys_;
   eventforge_actor root_;
@@ -70,6 +101,8 @@ private:
   std::string brokers_;
   std::shared_ptr<chaos> faults_;
   persistence::recovery_journal journal_;
+  std::mutex mtx_;
+  std::shared_ptr<run_state> current_; ///< guarded by mtx_
 };
 
 } // namespace ef::app

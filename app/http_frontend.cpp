@@ -7,11 +7,13 @@
 #include "app/ops_view.hpp"
 #include "app/page_assets.hpp"
 #include "app/recovery_view.hpp"
+#include "config/options.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/api_error.hpp"
 #include "messages/dlq_messages.hpp"
 #include "messages/ids.hpp"
 #include "messages/order_messages.hpp"
+#include "messages/text.hpp"
 #include "persistence/ops_queries.hpp"
 
 #include <boost/asio/post.hpp>
@@ -184,6 +186,54 @@ struct http_frontend::impl {
     if (f)
       runner = std::make_unique<scenario_runner>(
         sys, root, cfg, where.database_dsn, where.kafka_brokers, f);
+  }
+
+  /// True if `host` (a Host header, "name:port") names this server: its
+  /// bound port, and its bound address, or for a loopback address any
+  /// loopback name. A wildcard address (0.0.0.0, ::) cannot tell its
+  /// names: any is taken there, where only the admin token (which a page
+  /// of another site cannot send) runs scenarios (demo mode needs loopback).
+  bool own_host(const std::string& host) const {
+    auto colon = host.rfind(':');
+    if (colon == std::string::npos ||
+        (host.find(']') != std::string::npos && colon < host.find(']')))
+      return false; // no port: never what a browser sends for ours
+    auto name = host.substr(0, colon);
+    if (host.substr(colon + 1) != std::to_string(port))
+      return false;
+    auto& bound = cfg.http.host;
+    if (bound == "0.0.0.0" || bound == "::" || bound == "[::]")
+      return true;
+    auto unbracket = [](std::string s) {
+      return s.size() > 2 && s.front() == '[' && s.back() == ']'
+               ? s.substr(1, s.size() - 2)
+               : s;
+    };
+    if (unbracket(name) == unbracket(bound))
+      return true;
+    return config::is_loopback(bound) && config::is_loopback(unbracket(name));
+  }
+
+  /// Why a request that changes state through the page may not come from
+  /// where it does ("" if it may): another site's page (Origin,
+  /// Sec-Fetch-Site), or a name of another server resolving to ours (DNS
+  /// rebinding: its Host is that name).
+  std::string cross_site_refusal(const request& req) const {
+    if (auto* site = req.header("Sec-Fetch-Site");
+        site && *site != "same-origin" && *site != "none")
+      return "a request from another site (Sec-Fetch-Site: " +
+             printable(*site) + ")";
+    auto* host = req.header("Host");
+    if (!host)
+      return "a request without a Host header";
+    if (!own_host(*host))
+      return "Host " + printable(*host) + " is not this server (" +
+             cfg.http.host + ":" + std::to_string(port) + ")";
+    if (auto* origin = req.header("Origin");
+        origin && *origin != "http://" + *host)
+      return "a request from another site (Origin " + printable(*origin) +
+             ", this server is http://" + printable(*host) + ")";
+    return {};
   }
 
   /// Why this request may not run a scenario ("" if it may): they place
@@ -470,8 +520,14 @@ struct http_frontend::impl {
              if (!refusal.empty())
                return done(
                  response::error(403, "scenario runs are off: " + refusal));
+             if (auto cross = cross_site_refusal(req); !cross.empty())
+               return done(response::error(
+                 403, "scenario refused: " + cross + "; nothing was run",
+                 "Origin"));
              blocking_call(done, [this, s] {
                auto started = runner->start(*s);
+               if (auto* busy = std::get_if<scenario_refused>(&started))
+                 return response::error(409, busy->why, "name");
                if (auto* why = std::get_if<std::string>(&started))
                  return response::error(503, *why);
                auto& run = std::get<scenario_run>(started);

@@ -2,6 +2,7 @@
 #include "config/crash_points.hpp"
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -514,7 +515,33 @@ std::optional<std::string> check_value(const std::string& key,
   return apply_value(scratch, key, value);
 }
 
+bool is_loopback(const std::string& host) {
+  if (host == "localhost")
+    return true;
+  auto h = host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']')
+    h = h.substr(1, h.size() - 2);
+  in_addr v4{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1)
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6))
+      return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
+}
+
 std::optional<std::string> validate(const settings& s) {
+  // Scenarios place orders and crash actors on purpose, without a token:
+  // only a client on this machine may ask for them.
+  if (s.demo.enabled && !is_loopback(s.http.host))
+    return "invalid value for demo.enabled: true needs http.host on a "
+           "loopback address (127.0.0.1, ::1 or localhost), got \"" +
+           s.http.host +
+           "\": the recovery page's scenarios place orders and crash actors "
+           "on purpose; on a shared address set http.admin-token instead";
   if (s.consumer.backoff_max_ms < s.consumer.backoff_initial_ms)
     return "invalid value for consumer.backoff-max-ms: must be >= "
            "consumer.backoff-initial-ms";

@@ -58,8 +58,13 @@ inline std::string dlq_topic_of(const settings& s) {
   return s.kafka.dlq_topic.empty() ? s.kafka.topic + ".dlq" : s.kafka.dlq_topic;
 }
 
-/// Checks cross-key constraints that a single option cannot (none yet beyond
-/// the per-key ones, kept as the place to add them).
+/// Checks cross-key constraints that a single option cannot: backoff bounds,
+/// retention of marks against rows, demo mode only on loopback.
 std::optional<std::string> validate(const settings& s);
+
+/// True if `host` is a loopback address or name: "localhost", any address
+/// in 127.0.0.0/8, "::1" (with or without brackets) or an IPv4-mapped
+/// 127.x address. A name other than "localhost" is not resolved.
+bool is_loopback(const std::string& host);
 
 } // namespace ef::config

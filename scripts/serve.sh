@@ -3,7 +3,9 @@
 # a private PostgreSQL cluster in var/pg and an in-process Kafka broker.
 # Extra arguments go to `eventforge serve` (e.g. --http.port=9090).
 # The recovery page at http://127.0.0.1:8080/ may run its failure scenarios
-# (demo.enabled=true) while the API listens on loopback only.
+# (demo.enabled=true). The configuration check itself refuses demo mode on
+# an address other than loopback, so this script turns it on only when no
+# argument (and no config file) chooses the address.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -16,8 +18,7 @@ fi
 demo=--demo.enabled=true
 for arg in "$@"; do
   case "$arg" in
-    --http.host=127.0.0.1 | --http.host=localhost | --http.host=::1) ;;
-    --http.host=*) demo=--demo.enabled=false ;;
+    *http.host* | *config-file* | *demo.enabled*) demo="" ;;
   esac
 done
-exec build/eventforge serve --database.data-dir="$data_dir" "$demo" "$@"
+exec build/eventforge serve --database.data-dir="$data_dir" ${demo:+"$demo"} "$@"

@@ -121,7 +121,10 @@ response response::error(int status, const std::string& message,
   nlohmann::json body{{"error", message}};
   if (!field.empty())
     body["field"] = field;
-  return json(status, body.dump());
+  // A message may quote what a client sent: never let bytes that are not
+  // UTF-8 turn an answer into an exception.
+  return json(status, body.dump(-1, ' ', false,
+                                nlohmann::json::error_handler_t::replace));
 }
 
 void router::add(route r) {

@@ -643,3 +643,86 @@ TEST_CASE("serve_refuses_to_start_when_http_max_connections_does_not_fit_"
   CHECK(out.find("RLIMIT_NOFILE (256") != std::string::npos);
   CHECK(db.scalar<long>("SELECT count(*) FROM orders") == 0);
 }
+
+TEST_CASE("scenario_requests_from_another_site_or_naming_another_host_are_"
+          "refused_and_run_nothing_one_scenario_runs_at_a_time") {
+  auto cfg = test::test_settings();
+  cfg.demo.enabled = true; // loopback: the configuration allows it
+  cfg.consumer.backoff_initial_ms = 20;
+  cfg.consumer.backoff_max_ms = 50;
+  api_fixture f(cfg);
+  httplib::Client cli(f.t->url());
+  auto own = "127.0.0.1:" + std::to_string(f.port());
+  auto post = [&](const std::string& name, httplib::Headers h) {
+    auto r = cli.Post(("/scenarios/" + name).c_str(), h, "", "text/plain");
+    REQUIRE(r);
+    return std::make_pair(r->status, r->body);
+  };
+  struct attempt {
+    const char* what;
+    httplib::Headers headers;
+  };
+  for (auto& a :
+       {attempt{"another site's page",
+                {{"Origin", "http://evil.example"},
+                 {"Sec-Fetch-Site", "cross-site"}}},
+        attempt{"a sibling site", {{"Sec-Fetch-Site", "same-site"}}},
+        attempt{"an Origin that is not ours", {{"Origin", "null"}}},
+        attempt{"DNS rebinding: another name for our address",
+                {{"Host", "evil.example:" + std::to_string(f.port())}}},
+        attempt{"our name on another port",
+                {{"Host", "127.0.0.1:" + std::to_string(f.port() + 1)}}},
+        attempt{"bytes that are not text", {{"Origin", "http://\xff\xfe"}}}}) {
+    auto [status, body] = post("relay-after-ack-before-mark", a.headers);
+    INFO(a.what << ": " << status << " " << body);
+    CHECK(status == 403);
+    CHECK(body.find("nothing was run") != std::string::npos);
+  }
+  // Nothing ran: no order, nothing armed.
+  CHECK(f.db.scalar<long>("SELECT count(*) FROM orders") == 0);
+  CHECK_FALSE(f.t->faults().enabled(crash_point::relay_after_ack_before_mark));
+  // The page's own request (same origin, our Host) runs; a second one while
+  // it runs is refused: one scenario at a time.
+  httplib::Headers page{{"Origin", "http://" + own},
+                        {"Sec-Fetch-Site", "same-origin"}};
+  auto [s1, b1] = post("poison-event", page);
+  INFO(b1);
+  REQUIRE(s1 == 202);
+  auto order = test::json_field(b1, "order_id");
+  auto [s2, b2] = post("none", page);
+  INFO(b2);
+  CHECK(s2 == 409);
+  CHECK(b2.find("poison-event") != std::string::npos);
+  // Once its replay is through, its poison is gone and the next may run.
+  REQUIRE(test::wait_until(
+    [&] {
+      return f.db.scalar<long>("SELECT count(*) FROM business_effects WHERE "
+                               "order_id = '" +
+                               order + "'") == 2 &&
+             post("none", page).first == 202;
+    },
+    60s));
+  CHECK(f.db.scalar<long>("SELECT count(*) FROM orders") == 2);
+}
+
+TEST_CASE("a_scenario_whose_order_cannot_be_placed_leaves_nothing_armed") {
+  auto cfg = test::test_settings();
+  cfg.demo.enabled = true;
+  cfg.http.request_timeout_ms = 500;
+  api_fixture f(cfg);
+  f.db.server().stop(true);
+  httplib::Client cli(f.t->url());
+  cli.set_read_timeout(60, 0);
+  auto r = cli.Post("/scenarios/relay-after-ack-before-mark", "", "text/plain");
+  REQUIRE(r);
+  INFO(r->body);
+  CHECK(r->status == 503);
+  // The crash armed for the order that never came is gone.
+  CHECK_FALSE(f.t->faults().enabled(crash_point::relay_after_ack_before_mark));
+  f.db.server().start();
+  auto again =
+    cli.Post("/scenarios/relay-after-ack-before-mark", "", "text/plain");
+  REQUIRE(again);
+  INFO(again->body);
+  CHECK(again->status == 202);
+}

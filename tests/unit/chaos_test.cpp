@@ -172,8 +172,31 @@ TEST_CASE("a_poisoned_trace_matches_only_its_consumer_until_forgotten") {
   CHECK(c.poisoned("fulfillment/" + trace + "/OrderCancelled"));
   CHECK_FALSE(c.poisoned("billing/" + trace + "/OrderCreated"));
   CHECK_FALSE(c.poisoned("fulfillment/" + std::string(32, 'd') + "/x"));
-  // Bounded: the oldest of more than 1,000 poisons is forgotten.
-  for (int i = 0; i < 1000; ++i)
-    c.poison(std::to_string(1000000 + i) + std::string(25, 'e'), "billing");
+  // Bounded: past max_armed poisons, a new one is refused (the old ones are
+  // removed by whoever set them).
+  for (size_t i = 1; i < chaos::max_armed; ++i)
+    CHECK(
+      c.poison(std::to_string(1000000 + i) + std::string(25, 'e'), "billing"));
+  CHECK_FALSE(c.poison(std::string(32, 'f'), "billing"));
+  CHECK(c.armed_for(trace));
+  // Disarmed: forgotten, and room again.
+  c.disarm(trace);
   CHECK_FALSE(c.poisoned("fulfillment/" + trace + "/OrderCreated"));
+  CHECK_FALSE(c.armed_for(trace));
+  CHECK(c.poison(std::string(32, 'f'), "billing"));
+}
+
+TEST_CASE("armed_crashes_are_bounded_and_removed_by_disarm") {
+  config::settings::chaos_section off;
+  chaos c(off, std::make_shared<telemetry>());
+  auto p = crash_point::relay_after_ack_before_mark;
+  for (size_t i = 0; i < chaos::max_armed; ++i)
+    CHECK(c.arm(p, std::to_string(1000000 + i) + std::string(25, 'a')));
+  CHECK_FALSE(c.arm(p, std::string(32, 'b')));
+  CHECK(c.enabled(p));
+  for (size_t i = 0; i < chaos::max_armed; ++i)
+    c.disarm(std::to_string(1000000 + i) + std::string(25, 'a'));
+  // Nothing armed any more: the point is off again, checks cost one load.
+  CHECK_FALSE(c.enabled(p));
+  CHECK(c.arm(p, std::string(32, 'b')));
 }

@@ -201,6 +201,30 @@ TEST_CASE("invalid_config_values_are_rejected_naming_the_key") {
   }
 }
 
+TEST_CASE("demo_mode_is_refused_by_the_configuration_itself_unless_http_"
+          "listens_on_loopback") {
+  for (auto host : {"0.0.0.0", "::", "192.168.1.10", "example.com", "[::]",
+                    "::ffff:10.0.0.1"}) {
+    auto r = build_settings({{"http.host", host}, {"demo.enabled", "true"}});
+    INFO(host << " gave: " << r.error);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error.find("invalid value for demo.enabled") == 0);
+    CHECK(r.error.find(host) != std::string::npos);
+  }
+  // Every spelling of loopback, in any order of the keys.
+  for (auto host : {"127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]",
+                    "::ffff:127.0.0.1"}) {
+    auto r = build_settings({{"demo.enabled", "true"}, {"http.host", host}});
+    INFO(host << " gave: " << r.error);
+    CHECK(r.ok());
+  }
+  // The same from a config file and from the command line.
+  ef::app::configuration out;
+  CHECK(resolve_serve("--demo.enabled=true --http.host=0.0.0.0", out)
+          .find("invalid value for demo.enabled") == 0);
+  CHECK(build_settings({{"http.host", "0.0.0.0"}}).ok());
+}
+
 TEST_CASE("consumer_names_are_any_well_formed_names") {
   auto r = build_settings({{"consumer.enabled", "billing,my-consumer_2"}});
   INFO(r.error);
