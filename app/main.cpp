@@ -17,6 +17,7 @@
 #include "config/crash_points.hpp"
 #include "config/reference.hpp"
 #include "persistence/db_error.hpp"
+#include "persistence/dsn.hpp"
 #include "persistence/embedded_postgres.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/repair_store.hpp"
@@ -91,8 +92,8 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
     });
   ef::app::http_frontend http(sys, root, cfg, metrics, rt.where(), faults);
   http.start();
-  std::cout << "ready http=" << http.url()
-            << " database=" << rt.where().database_dsn
+  std::cout << "ready http=" << http.url() << " database="
+            << ef::persistence::redact_password(rt.where().database_dsn)
             << " kafka=" << rt.where().kafka_brokers << std::endl;
   auto sig = wait_for_shutdown(signals);
   auto timeout = std::chrono::milliseconds(cfg.shutdown.drain_timeout_ms);

@@ -1,6 +1,7 @@
 #include "app/runtime.hpp"
 
 #include "config/options.hpp"
+#include "persistence/dsn.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -24,6 +25,8 @@ runtime::runtime(const config::settings& cfg) : cfg_(cfg) {
                  pg_->dsn());
   } else {
     endpoints_.database_dsn = cfg.database.url;
+    spdlog::info("using PostgreSQL at {}",
+                 persistence::redact_password(cfg.database.url));
   }
   if (cfg.kafka.brokers.empty()) {
     broker_ = std::make_unique<kafka::embedded_broker>(

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -251,7 +253,15 @@ std::vector<option> make_options() {
     "http.admin-token",
     [](settings& s) -> std::string& { return s.http.admin_token; }, nullptr,
     "bearer token for /admin endpoints as [NAME:]SECRET (NAME is recorded "
-    "with each action); empty: admin endpoints off"));
+    "with each action); empty: admin endpoints off. A command line shows it "
+    "to ps: prefer http.admin-token-file or EVENTFORGE_ADMIN_TOKEN"));
+  v.push_back(str_opt(
+    "http.admin-token-file",
+    [](settings& s) -> std::string& { return s.http.admin_token_file; },
+    nullptr,
+    "file whose first line is the admin token (keep it mode 0600); read at "
+    "start. Without it and without http.admin-token, the environment "
+    "variable EVENTFORGE_ADMIN_TOKEN is used"));
   // -- database ------------------------------------------------------------
   v.push_back(str_opt(
     "database.url", [](settings& s) -> std::string& { return s.database.url; },
@@ -497,6 +507,37 @@ std::optional<std::string> apply_value(settings& s, const std::string& key,
 
 } // namespace
 
+namespace {
+
+/// Fills http.admin_token from http.admin-token-file or, when no token is
+/// configured at all, from EVENTFORGE_ADMIN_TOKEN: so the token need never
+/// be on a command line, which every user of the machine can read.
+std::optional<std::string> resolve_admin_token(settings& s) {
+  auto& h = s.http;
+  if (!h.admin_token_file.empty()) {
+    if (!h.admin_token.empty())
+      return "http.admin-token and http.admin-token-file are both set; set "
+             "one of them";
+    std::ifstream in(h.admin_token_file);
+    if (!in)
+      return "cannot read http.admin-token-file " + h.admin_token_file + ": " +
+             std::strerror(errno);
+    std::getline(in, h.admin_token);
+    while (!h.admin_token.empty() &&
+           std::isspace(static_cast<unsigned char>(h.admin_token.back())))
+      h.admin_token.pop_back();
+    if (h.admin_token.empty())
+      return "http.admin-token-file " + h.admin_token_file + " is empty";
+    return std::nullopt;
+  }
+  if (h.admin_token.empty())
+    if (auto* env = std::getenv("EVENTFORGE_ADMIN_TOKEN"); env && *env)
+      h.admin_token = env;
+  return std::nullopt;
+}
+
+} // namespace
+
 build_result build_settings(const raw_values& values) {
   build_result r;
   for (auto& [key, value] : values)
@@ -506,6 +547,8 @@ build_result build_settings(const raw_values& values) {
     }
   if (auto err = validate(r.value))
     r.error = *err;
+  else if (auto token = resolve_admin_token(r.value))
+    r.error = *token;
   return r;
 }
 

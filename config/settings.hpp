@@ -20,6 +20,8 @@ struct settings {
     int idle_timeout_ms = 5000;
     int max_connections = 1024;
     std::string admin_token; ///< "[NAME:]SECRET"; empty: admin endpoints off
+    /// A file holding admin_token (read at start); "": none.
+    std::string admin_token_file;
   } http;
 
   struct database_section {

@@ -47,6 +47,83 @@ std::string with_dsn_param(const std::string& dsn, const std::string& key,
   return dsn.empty() ? key + "=" + quoted : dsn + " " + key + "=" + quoted;
 }
 
+namespace {
+
+std::string redact_uri(const std::string& dsn, size_t authority) {
+  std::string out = dsn;
+  auto end = out.find_first_of("/?", authority);
+  auto at = out.rfind('@', end == std::string::npos ? out.size() : end);
+  if (at != std::string::npos && at >= authority) {
+    auto colon = out.find(':', authority);
+    if (colon != std::string::npos && colon < at)
+      out.replace(colon + 1, at - colon - 1, "***");
+  }
+  // ?password=...&...
+  auto query = out.find('?');
+  while (query != std::string::npos) {
+    auto key = query + 1;
+    auto eq = out.find('=', key);
+    auto amp = out.find('&', key);
+    if (eq != std::string::npos && (amp == std::string::npos || eq < amp) &&
+        out.compare(key, eq - key, "password") == 0) {
+      auto value_end = amp == std::string::npos ? out.size() : amp;
+      out.replace(eq + 1, value_end - eq - 1, "***");
+      amp = out.find('&', eq);
+    }
+    query = amp;
+  }
+  return out;
+}
+
+std::string redact_keywords(const std::string& dsn) {
+  std::string out;
+  size_t i = 0;
+  auto space = [&](size_t k) {
+    return k < dsn.size() && std::isspace(static_cast<unsigned char>(dsn[k]));
+  };
+  while (i < dsn.size()) {
+    auto start = i;
+    while (space(i))
+      ++i;
+    auto key_begin = i;
+    while (i < dsn.size() && dsn[i] != '=' && !space(i))
+      ++i;
+    auto key = dsn.substr(key_begin, i - key_begin);
+    while (space(i))
+      ++i;
+    if (i >= dsn.size() || dsn[i] != '=') { // not key=value: keep as is
+      out += dsn.substr(start);
+      break;
+    }
+    ++i;
+    while (space(i))
+      ++i;
+    auto value_begin = i;
+    if (i < dsn.size() && dsn[i] == '\'') {
+      for (++i; i < dsn.size() && dsn[i] != '\''; ++i)
+        if (dsn[i] == '\\')
+          ++i;
+      i = std::min(dsn.size(), i + 1);
+    } else {
+      while (i < dsn.size() && !space(i))
+        ++i;
+    }
+    out += dsn.substr(start, value_begin - start);
+    out += key == "password" ? std::string("***")
+                             : dsn.substr(value_begin, i - value_begin);
+  }
+  return out;
+}
+
+} // namespace
+
+std::string redact_password(const std::string& dsn) {
+  for (auto scheme : {"postgresql://", "postgres://"})
+    if (dsn.rfind(scheme, 0) == 0)
+      return redact_uri(dsn, std::string(scheme).size());
+  return redact_keywords(dsn);
+}
+
 std::string with_connect_timeout(const std::string& dsn, int seconds) {
   if (dsn.find("connect_timeout") != std::string::npos)
     return dsn;

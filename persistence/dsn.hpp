@@ -9,6 +9,12 @@ namespace ef::persistence {
 /// hanging a request.
 std::string with_connect_timeout(const std::string& dsn, int seconds);
 
+/// The connection string with every password replaced by "***", in
+/// keyword/value form (password=... or password='...') and URI form
+/// (user:password@ and ?password=...): what the ready line and every log
+/// line show of a DSN.
+std::string redact_password(const std::string& dsn);
+
 /// Appends `key=value` to a libpq connection string in keyword/value or URI
 /// form (quoted or percent-encoded as that form needs). Does not check
 /// whether the string already sets `key`.

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <thread>
@@ -52,8 +53,7 @@ TEST_CASE("serve_killed_with_sigkill_mid_stream_and_restarted_loses_no_order_"
       --next;
     } else {
       REQUIRE(test::wait_until(
-        [&] { return test::quiescent(db, cfg, brokers); },
-        120s));
+        [&] { return test::quiescent(db, cfg, brokers); }, 120s));
       serve.signal(SIGTERM);
       CHECK(serve.wait() == 0);
     }
@@ -150,4 +150,54 @@ TEST_CASE("one_config_file_sets_a_caf_scheduler_option_and_eventforge_options_"
   INFO(found);
   CHECK(found.rfind("{\"ts\":", 0) == 0);
   CHECK(found.find("actor system: 3 scheduler threads") != std::string::npos);
+}
+
+TEST_CASE("serve_shows_no_password_of_its_dsn_and_takes_its_admin_token_from_"
+          "a_file_that_ps_does_not_show") {
+  test::database db;
+  test::temp_dir dir;
+  kafka::embedded_broker broker(1, {{"orders", 6}});
+  // The test cluster trusts local connections: any password is accepted,
+  // so a DSN can carry one that must never be shown.
+  auto dsn = db.dsn();
+  auto with_password =
+    "postgresql://postgres:pw-never-shown@" + dsn.substr(dsn.find('@') + 1);
+  auto token_file = dir.path + "/admin-token";
+  std::ofstream(token_file) << "ops:token-never-shown\n";
+  auto log = dir.path + "/serve.log";
+  auto argv = test::serve_command(with_password, broker.bootstrap_servers(),
+                                  {"--http.admin-token-file=" + token_file});
+  // At info, so every line that could show a DSN is written.
+  std::replace(argv.begin(), argv.end(), std::string("--log.level=warn"),
+               std::string("--log.level=info"));
+  test::child_process serve(argv, log);
+  auto ready = serve.await_line("ready");
+  REQUIRE_FALSE(ready.empty());
+  auto url = test::ready_field(ready, "http");
+  INFO(ready);
+  CHECK(ready.find("pw-never-shown") == std::string::npos);
+  CHECK(test::ready_field(ready, "database").find("postgres:***@") !=
+        std::string::npos);
+  // The token works, from the file.
+  auto [ok, body] = test::run_command(
+    "curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer "
+    "token-never-shown' " +
+    url + "/admin/dlq");
+  CHECK(body == "200");
+  auto [no, refused] = test::run_command(
+    "curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer "
+    "guess' " +
+    url + "/admin/dlq");
+  CHECK(refused == "403");
+  // Not on the command line ps shows, nor in any log line.
+  std::ifstream cmdline("/proc/" + std::to_string(serve.pid()) + "/cmdline");
+  std::string args((std::istreambuf_iterator<char>(cmdline)), {});
+  CHECK(args.find("token-never-shown") == std::string::npos);
+  serve.signal(SIGTERM);
+  CHECK(serve.wait() == 0);
+  std::ifstream in(log);
+  std::string all((std::istreambuf_iterator<char>(in)), {});
+  CHECK_FALSE(all.empty());
+  CHECK(all.find("pw-never-shown") == std::string::npos);
+  CHECK(all.find("token-never-shown") == std::string::npos);
 }
