@@ -88,6 +88,10 @@ void declare_series(telemetry& m, const config::settings& cfg) {
   for (auto outcome : {"created", "replayed"})
     m.declare("api_orders_total", {{"outcome", outcome}});
   m.declare("api_commands_expired_total");
+  m.declare("recovery_journal_dropped_total");
+  for (auto table : {"outbox", "processed_events", "recovery_journal",
+                     "idempotency_keys", "dlq_events"})
+    m.declare("retention_deleted_total", {{"table", table}});
   for (auto reason : {"consumer_gap", "broker_epoch"})
     m.declare("repair_republished_total", {{"reason", reason}});
   m.declare("broker_epochs_total");
@@ -224,6 +228,9 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
                    own.size(), name, own.back());
   }
   auto journal = std::make_shared<persistence::recovery_journal>(dsn);
+  journal->on_drop([metrics](std::uint64_t n) {
+    metrics->add("recovery_journal_dropped_total", {}, n);
+  });
   faults->on_crash([journal](crash_point p, const crash_site& site) {
     persistence::journal_line line;
     line.what = persistence::journal_line::kind::crash;

@@ -19,6 +19,21 @@ bool janitor_state::sweep() {
                       static_cast<std::uint64_t>(n));
     more = more || n == r.batch_size;
   }
+  if (auto keys_s = ctx->cfg.api.idempotency_retention_s; keys_s > 0) {
+    auto n =
+      persistence::delete_idempotency_keys(ctx->dsn, keys_s, r.batch_size);
+    ctx->metrics->add("retention_deleted_total",
+                      {{"table", "idempotency_keys"}},
+                      static_cast<std::uint64_t>(n));
+    more = more || n == r.batch_size;
+  }
+  if (r.dlq_resolved_s > 0) {
+    auto n = persistence::delete_resolved_dlq_entries(
+      ctx->dsn, r.dlq_resolved_s, r.batch_size);
+    ctx->metrics->add("retention_deleted_total", {{"table", "dlq_events"}},
+                      static_cast<std::uint64_t>(n));
+    more = more || n == r.batch_size;
+  }
   if (r.processed_events_s > 0) {
     auto n = persistence::delete_processed_marks(ctx->dsn, r.processed_events_s,
                                                  r.batch_size);

@@ -47,6 +47,10 @@ const std::map<std::string, family>& catalog() {
      {kind::counter, "Failed accepts of the HTTP listener by error (EMFILE, "
                      "ENFILE, ENOBUFS, ...); it accepts again after a short "
                      "pause."}},
+    {"http_blocking_refused_total",
+     {kind::counter, "Requests answered 503 at once because 16 requests "
+                     "already wait for the database or the broker (/readyz, "
+                     "/overview, traces, scenario runs)."}},
     {"http_request_duration_seconds",
      {kind::histogram, "HTTP request latency by route.", &latency_buckets}},
     {"outbox_unsent_rows", {kind::gauge, "Outbox rows not yet published."}},
@@ -102,6 +106,10 @@ const std::map<std::string, family>& catalog() {
      {kind::gauge, "Supervised actors currently waiting to be restarted."}},
     {"retention_deleted_total",
      {kind::counter, "Rows deleted by the retention janitor, by table."}},
+    {"recovery_journal_dropped_total",
+     {kind::counter, "Recovery journal lines dropped: its bounded queue was "
+                     "full while the database was unreachable, or the "
+                     "database refused them."}},
     {"chaos_crashes_total",
      {kind::counter, "Crashes injected at each crash point."}},
     {"consumer_positions_lost_total",

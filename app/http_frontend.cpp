@@ -14,6 +14,7 @@
 #include "messages/ids.hpp"
 #include "messages/order_messages.hpp"
 #include "messages/text.hpp"
+#include "persistence/dsn.hpp"
 #include "persistence/ops_queries.hpp"
 
 #include <boost/asio/post.hpp>
@@ -22,7 +23,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <type_traits>
 
@@ -171,8 +175,17 @@ struct http_frontend::impl {
   std::shared_ptr<telemetry> metrics;
   endpoints where;
   /// /readyz and the recovery page block on the database and the broker:
-  /// they run here, never on the I/O threads.
+  /// they run here, never on the I/O threads. At most `blocking_limit`
+  /// calls wait or run at once; more are answered 503 at once, so a slow
+  /// database cannot pile up requests without bound.
   boost::asio::thread_pool blocking{2};
+  static constexpr int blocking_limit = 16;
+  std::atomic<int> blocking_now{0};
+  /// /readyz is computed at most once a second; callers meanwhile get the
+  /// last answer (a probe every 100 ms costs one database session a second).
+  std::mutex readiness_mtx;
+  std::chrono::steady_clock::time_point readiness_at{};
+  std::optional<response> readiness_cached;
   std::unique_ptr<http::server> server;
   int port = 0;
   recovery_view view;
@@ -181,11 +194,26 @@ struct http_frontend::impl {
   impl(caf::actor_system& s, eventforge_actor r, const config::settings& c,
        std::shared_ptr<telemetry> m, endpoints w, std::shared_ptr<chaos> f)
       : sys(s), root(std::move(r)), cfg(c), metrics(std::move(m)),
-        where(std::move(w)),
+        where(bounded(std::move(w), c)),
         view(cfg, where.database_dsn, where.kafka_brokers, metrics) {
     if (f)
       runner = std::make_unique<scenario_runner>(
         sys, root, cfg, where.database_dsn, where.kafka_brokers, f);
+  }
+
+  /// `w` with the database's connect timeout, and a statement timeout of
+  /// http.request-timeout-ms for every query the front runs itself (unless
+  /// the DSN sets libpq options of its own): a probe, an overview or a
+  /// trace gives up when the server is unreachable or a lock holds it,
+  /// never hangs.
+  static endpoints bounded(endpoints w, const config::settings& c) {
+    w.database_dsn = persistence::with_connect_timeout(
+      w.database_dsn, c.database.connect_timeout_s);
+    if (w.database_dsn.find("options") == std::string::npos)
+      w.database_dsn = persistence::with_dsn_param(
+        w.database_dsn, "options",
+        "-c statement_timeout=" + std::to_string(c.http.request_timeout_ms));
+    return w;
   }
 
   /// True if `host` (a Host header, "name:port") names this server: its
@@ -282,13 +310,22 @@ struct http_frontend::impl {
   }
 
   void blocking_call(responder done, std::function<response()> work) {
-    boost::asio::post(blocking, [done, work = std::move(work)] {
+    if (++blocking_now > blocking_limit) {
+      --blocking_now;
+      metrics->add("http_blocking_refused_total", {});
+      auto r = response::error(503, "too many requests wait for the "
+                                    "database or the broker; retry");
+      r.headers.emplace_back("Retry-After", "1");
+      return done(std::move(r));
+    }
+    boost::asio::post(blocking, [this, done, work = std::move(work)] {
       try {
         done(work());
       } catch (const std::exception& e) {
         spdlog::warn("http: {}", e.what());
         done(response::error(503, "service unavailable"));
       }
+      --blocking_now;
     });
   }
 
@@ -359,6 +396,18 @@ struct http_frontend::impl {
     return r;
   }
 
+  /// The last readiness answer if it is younger than a second, else a new
+  /// one (one caller computes it; the others wait for it).
+  response cached_readiness() {
+    std::lock_guard<std::mutex> guard{readiness_mtx};
+    auto now = std::chrono::steady_clock::now();
+    if (!readiness_cached || now - readiness_at >= std::chrono::seconds(1)) {
+      readiness_cached = readiness();
+      readiness_at = std::chrono::steady_clock::now();
+    }
+    return *readiness_cached;
+  }
+
   response readiness() {
     json body;
     bool ready = true;
@@ -371,7 +420,8 @@ struct http_frontend::impl {
     }
     try {
       kafka::log_end_offsets(where.kafka_brokers, cfg.kafka.topic,
-                             cfg.kafka.partitions);
+                             cfg.kafka.partitions,
+                             cfg.database.connect_timeout_s * 1000);
       body["broker"] = "ok";
     } catch (const std::exception& e) {
       body["broker"] = e.what();
@@ -552,7 +602,7 @@ struct http_frontend::impl {
              done(metrics_page()); // renders memory only: no blocking
            }});
     r.add({"GET", "/readyz", [this](request&, responder done) {
-             blocking_call(done, [this] { return readiness(); });
+             blocking_call(done, [this] { return cached_readiness(); });
            }});
     r.add({"GET", "/healthz", [](request&, responder done) {
              done(response::json(200, R"({"status":"ok"})"));
@@ -656,6 +706,7 @@ int http_frontend::start() {
   for (auto name : accept_error_names)
     metrics->declare("http_accept_errors_total", {{"error", name}});
   metrics->declare("http_connections_rejected_total");
+  metrics->declare("http_blocking_refused_total");
   metrics->set("http_open_connections", {}, 0);
   http::server_events events;
   events.response = [metrics](const std::string& route, int status,

@@ -334,6 +334,13 @@ std::vector<option> make_options() {
     "how long an API actor waits for more commands before committing; 0 "
     "commits as soon as no more are queued (they gather while the previous "
     "transaction runs)"));
+  v.push_back(int_opt<int>(
+    "api.idempotency-retention",
+    [](settings& s) -> int& { return s.api.idempotency_retention_s; }, 0,
+    max_int,
+    "seconds an Idempotency-Key is kept after its order was created; a "
+    "request with an older key is a new request (a new order). 0 keeps "
+    "them forever. Keep it longer than any client retries"));
   // -- relay ---------------------------------------------------------------
   v.push_back(int_opt<int>(
     "relay.shards", [](settings& s) -> int& { return s.relay.shards; }, 1, 1024,
@@ -418,6 +425,13 @@ std::vector<option> make_options() {
     "0 or at least outbox.retention (a row without its mark would be "
     "republished and applied twice), and exceed the broker's retention plus "
     "the longest replay window"));
+  v.push_back(int_opt<int>(
+    "dlq.retention",
+    [](settings& s) -> int& { return s.retention.dlq_resolved_s; }, 0, max_int,
+    "seconds a replayed or discarded DLQ entry (with its actions) is kept "
+    "after it was resolved; parked and replaying entries are never deleted. "
+    "0 keeps them forever. Must be 0 or at least outbox.retention (a "
+    "discarded event whose entry is gone would be republished by a repair)"));
   v.push_back(int_opt<int>(
     "retention.batch-size",
     [](settings& s) -> int& { return s.retention.batch_size; }, 1, 1000000,
@@ -577,6 +591,19 @@ bool is_loopback(const std::string& host) {
 }
 
 std::optional<std::string> validate(const settings& s) {
+  auto& r = s.retention;
+  // A repair republishes an outbox row that its consumer neither marked nor
+  // parked: the entry of a discarded event must outlive the row.
+  if (r.dlq_resolved_s > 0 &&
+      (r.outbox_s == 0 || r.dlq_resolved_s < r.outbox_s))
+    return "invalid value for dlq.retention: " +
+           std::to_string(r.dlq_resolved_s) +
+           " s is shorter than outbox.retention (" +
+           (r.outbox_s == 0 ? std::string("0 = forever")
+                            : std::to_string(r.outbox_s) + " s") +
+           "); a discarded event whose entry is gone would be republished "
+           "and applied. Keep entries at least as long as rows (or 0 = "
+           "forever)";
   // Scenarios place orders and crash actors on purpose, without a token:
   // only a client on this machine may ask for them.
   if (s.demo.enabled && !is_loopback(s.http.host))
@@ -591,7 +618,6 @@ std::optional<std::string> validate(const settings& s) {
   // A repair republishes outbox rows that have no processed_events mark. A
   // mark deleted while its row still exists would make an applied event
   // look missing, and it would be applied twice. So marks must outlive rows.
-  auto& r = s.retention;
   if (r.processed_events_s > 0 &&
       (r.outbox_s == 0 || r.processed_events_s < r.outbox_s))
     return "invalid value for processed-events.retention: " +

@@ -50,6 +50,8 @@ struct settings {
     int workers = 2;
     int batch_max = 64;
     int batch_wait_us = 0;
+    /// Seconds an idempotency key is kept; an older key is a new request.
+    int idempotency_retention_s = 7 * 24 * 3600;
   } api;
 
   struct relay_section {
@@ -80,6 +82,8 @@ struct settings {
   struct retention_section {
     int outbox_s = 7 * 24 * 3600; ///< sent rows older than this go; 0: keep
     int processed_events_s = 0;   ///< 0: keep forever (see docs)
+    /// Replayed and discarded DLQ entries older than this go; 0: keep.
+    int dlq_resolved_s = 30 * 24 * 3600;
     int batch_size = 1000;
     int interval_ms = 60000;
   } retention;

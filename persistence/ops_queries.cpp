@@ -81,6 +81,42 @@ long delete_processed_marks(const std::string& dsn, int age_s, int limit) {
   }
 }
 
+long delete_idempotency_keys(const std::string& dsn, int age_s, int limit) {
+  try {
+    auto conn = open_connection(dsn);
+    pqxx::work w(*conn);
+    // SKIP LOCKED: a key a client is claiming right now is never waited on.
+    auto r = w.exec_params(
+      "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM "
+      "idempotency_keys WHERE created_at < clock_timestamp() - "
+      "make_interval(secs => $1) ORDER BY created_at LIMIT $2 FOR UPDATE "
+      "SKIP LOCKED)",
+      age_s, limit);
+    w.commit();
+    return static_cast<long>(r.affected_rows());
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+}
+
+long delete_resolved_dlq_entries(const std::string& dsn, int age_s, int limit) {
+  try {
+    auto conn = open_connection(dsn);
+    pqxx::work w(*conn);
+    // Their actions go with them (ON DELETE CASCADE, migration 8).
+    auto r = w.exec_params(
+      "DELETE FROM dlq_events WHERE id IN (SELECT id FROM dlq_events WHERE "
+      "status IN ('replayed', 'discarded') AND resolved_at < "
+      "clock_timestamp() - make_interval(secs => $1) ORDER BY resolved_at "
+      "LIMIT $2 FOR UPDATE SKIP LOCKED)",
+      age_s, limit);
+    w.commit();
+    return static_cast<long>(r.affected_rows());
+  } catch (...) {
+    rethrow_as_db_error();
+  }
+}
+
 bool database_reachable(const std::string& dsn, std::string& error) {
   try {
     auto conn = open_connection(dsn);

@@ -43,6 +43,13 @@ long delete_sent_outbox(const std::string& dsn, int age_s, int limit);
 /// Deletes up to `limit` processed_events marks older than `age_s`.
 long delete_processed_marks(const std::string& dsn, int age_s, int limit);
 
+/// Deletes up to `limit` idempotency keys created more than `age_s` ago.
+long delete_idempotency_keys(const std::string& dsn, int age_s, int limit);
+
+/// Deletes up to `limit` replayed or discarded DLQ entries (and their
+/// actions) resolved more than `age_s` ago; parked and replaying ones stay.
+long delete_resolved_dlq_entries(const std::string& dsn, int age_s, int limit);
+
 /// True if the database answers a trivial query within its connect timeout.
 bool database_reachable(const std::string& dsn, std::string& error);
 

@@ -84,6 +84,7 @@ recovery_journal::~recovery_journal() {
 }
 
 void recovery_journal::record(journal_line line) {
+  bool dropped = false;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     ++recorded_;
@@ -91,10 +92,18 @@ void recovery_journal::record(journal_line line) {
       queue_.pop_front();
       ++dropped_;
       ++done_;
+      dropped = true;
     }
     queue_.push_back(std::move(line));
   }
   wake_.notify_one();
+  if (dropped && on_drop_)
+    on_drop_(1);
+}
+
+void recovery_journal::on_drop(std::function<void(std::uint64_t)> f) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  on_drop_ = std::move(f);
 }
 
 bool recovery_journal::flush(std::chrono::milliseconds timeout) {
@@ -132,6 +141,8 @@ void recovery_journal::run() {
       // help, so they are dropped, loudly.
       spdlog::warn("recovery journal: {} line(s) dropped: {}", batch.size(),
                    e.what());
+      if (on_drop_)
+        on_drop_(batch.size());
       lock.lock();
       dropped_ += batch.size();
       done_ += batch.size();

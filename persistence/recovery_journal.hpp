@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -50,8 +51,14 @@ public:
   /// `timeout` passes; true if written.
   bool flush(std::chrono::milliseconds timeout);
 
-  /// Lines dropped because the queue was full.
+  /// Lines dropped because the queue was full (or the database refused
+  /// them).
   std::uint64_t dropped() const;
+
+  /// Called with the number of lines just dropped, from whichever thread
+  /// dropped them, outside the journal's lock (a metric). Set it before the
+  /// first record().
+  void on_drop(std::function<void(std::uint64_t)> f);
 
 private:
   void run();
@@ -66,6 +73,7 @@ private:
   std::uint64_t done_ = 0;     ///< lines written or dropped
   std::uint64_t dropped_ = 0;
   bool stopping_ = false;
+  std::function<void(std::uint64_t)> on_drop_;
   std::thread writer_;
 };
 

@@ -436,3 +436,123 @@ TEST_CASE("a_drained_tree_kept_running_still_samples_its_gauges") {
     drained_at);
   CHECK(unsent() == 1);
 }
+
+TEST_CASE("idempotency_keys_and_resolved_dlq_entries_go_after_their_"
+          "retention_in_batches_and_an_older_key_is_a_new_request") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.kafka.partitions = 1;
+  cfg.api.idempotency_retention_s = 3600;
+  cfg.retention.outbox_s = 3600;
+  cfg.retention.dlq_resolved_s = 7200;
+  cfg.retention.batch_size = 2;
+  cfg.retention.interval_ms = 50;
+  cfg.http.admin_token = "ops:s3cret";
+  kafka::embedded_broker broker{1, {{"orders", 1}, {"orders.dlq", 1}}};
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  std::map<std::string, std::string> first;
+  for (auto key : {"k1", "k2", "k3", "k4", "k5"}) {
+    auto [s, b] =
+      test::post_json(t.url(), "/orders", test::order_body("c", 1, 1), key);
+    REQUIRE(s == 201);
+    first[key] = test::json_field(b, "order_id");
+  }
+  // Three keys age past the retention; two stay.
+  db.exec("UPDATE idempotency_keys SET created_at = now() - interval '2 "
+          "hours' WHERE key IN ('k1', 'k2', 'k3')");
+  // Two junk records are parked by both consumers; three of the four
+  // entries are discarded, two of them long ago.
+  for (int i = 0; i < 2; ++i) {
+    kafka::outbox_producer p(broker.bootstrap_servers(), "orders", 10000, "t");
+    REQUIRE(p.publish_raw(std::to_string(i), "junk", {}).persisted);
+  }
+  REQUIRE(test::wait_until(
+    [&] { return db.scalar<int>("SELECT count(*) FROM dlq_events") == 4; }));
+  auto ids = db.scalar<std::string>(
+    "SELECT string_agg(id::text, ',' ORDER BY id) FROM dlq_events");
+  std::vector<std::string> entry;
+  for (size_t from = 0, comma; from <= ids.size(); from = comma + 1) {
+    comma = ids.find(',', from);
+    entry.push_back(ids.substr(from, comma - from));
+    if (comma == std::string::npos)
+      break;
+  }
+  REQUIRE(entry.size() == 4);
+  for (int i = 0; i < 3; ++i) {
+    httplib::Client cli(t.url());
+    auto r = cli.Post(("/admin/dlq/" + entry[i] + "/discard").c_str(),
+                      {{"Authorization", "Bearer s3cret"}}, "", "text/plain");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+  }
+  db.exec("UPDATE dlq_events SET resolved_at = now() - interval '3 hours', "
+          "parked_at = now() - interval '3 hours' WHERE id IN (" +
+          entry[0] + ", " + entry[1] + ")");
+  // The one still parked is never deleted, however old.
+  db.exec("UPDATE dlq_events SET parked_at = now() - interval '3 hours' "
+          "WHERE id = " +
+          entry[3]);
+  REQUIRE(test::wait_until([&] {
+    return db.scalar<int>("SELECT count(*) FROM idempotency_keys") == 2 &&
+           db.scalar<int>("SELECT count(*) FROM dlq_events") == 2;
+  }));
+  CHECK(db.scalar<int>("SELECT count(*) FROM dlq_events WHERE id IN (" +
+                       entry[2] + ", " + entry[3] + ")") == 2);
+  CHECK(db.scalar<int>("SELECT count(*) FROM dlq_actions WHERE dlq_id IN (" +
+                       entry[0] + ", " + entry[1] + ")") == 0);
+  auto counters = test::counters(t.system(), t.root());
+  CHECK(counters[R"(retention_deleted_total{table="idempotency_keys"})"] == 3);
+  CHECK(counters[R"(retention_deleted_total{table="dlq_events"})"] == 2);
+  // A key past the retention is a new request: a new order. A recent one
+  // is still a replay.
+  auto [s1, b1] =
+    test::post_json(t.url(), "/orders", test::order_body("c", 1, 1), "k1");
+  CHECK(s1 == 201);
+  CHECK(test::json_field(b1, "order_id") != first["k1"]);
+  auto [s5, b5] =
+    test::post_json(t.url(), "/orders", test::order_body("c", 1, 1), "k5");
+  CHECK(s5 == 201);
+  CHECK(test::json_field(b5, "order_id") == first["k5"]);
+  CHECK(db.scalar<int>("SELECT count(*) FROM orders") == 6);
+}
+
+TEST_CASE("reads_that_wait_for_the_database_are_bounded_and_a_full_queue_"
+          "answers_503_at_once") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.http.request_timeout_ms = 1500;
+  kafka::embedded_broker broker{1, {{"orders", 6}}};
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  auto [s, b] =
+    test::post_json(t.url(), "/orders", test::order_body("c", 1, 1));
+  REQUIRE(s == 201);
+  auto order = test::json_field(b, "order_id");
+  std::vector<int> statuses(24, 0);
+  {
+    // A lock holds every trace: the front's statement timeout ends them;
+    // past 16 waiting, the rest are answered at once.
+    pqxx::connection blocker(db.dsn());
+    pqxx::work lock(blocker);
+    lock.exec("LOCK TABLE orders IN ACCESS EXCLUSIVE MODE");
+    std::vector<std::thread> clients;
+    for (size_t i = 0; i < statuses.size(); ++i)
+      clients.emplace_back([&, i] {
+        httplib::Client cli(t.url());
+        cli.set_read_timeout(60, 0);
+        auto r = cli.Get(("/orders/" + order + "/trace").c_str());
+        statuses[i] = r ? r->status : -1;
+      });
+    for (auto& c : clients)
+      c.join(); // all answered while the lock is still held
+  }
+  auto refused =
+    test::counters(t.system(), t.root())["http_blocking_refused_total"];
+  CHECK(refused >= 8);
+  CHECK(std::count(statuses.begin(), statuses.end(), 503) == 24);
+  // Back to normal once the lock is gone.
+  REQUIRE(test::wait_until([&] {
+    httplib::Client cli(t.url());
+    auto r = cli.Get(("/orders/" + order + "/trace").c_str());
+    return r && r->status == 200;
+  }));
+}
