@@ -195,6 +195,18 @@ struct server::impl {
   std::vector<std::thread> threads;
   std::atomic<bool> stopping{false};
 
+  /// Open while the server runs. A handler may answer long after its
+  /// connection closed and even after the server stopped (an actor whose
+  /// request timed out late): its responder holds only this gate and a weak
+  /// reference to the session, and writes nothing once the gate is shut. It
+  /// also releases that session under the gate, so a session is never
+  /// destroyed after the io_context whose strand it uses.
+  struct gate {
+    std::mutex mtx;
+    bool open = true;
+  };
+  std::shared_ptr<gate> replies = std::make_shared<gate>();
+
   class session;
   mutable std::mutex sessions_mtx;
   std::set<std::shared_ptr<session>> sessions;
@@ -360,12 +372,17 @@ private:
     }
     req.params = std::move(m.params);
     // The handler may answer later from another thread: hop back onto this
-    // connection's executor to write.
-    auto self = shared_from_this();
-    m.found->run(req, [self](response r) {
-      net::post(
-        self->stream_.get_executor(),
-        [self, r = std::move(r)]() mutable { self->respond(std::move(r)); });
+    // connection's executor to write, unless the server stopped meanwhile
+    // (see impl::gate).
+    std::weak_ptr<session> weak = shared_from_this();
+    m.found->run(req, [weak, replies = owner_->replies](response r) {
+      std::lock_guard<std::mutex> guard{replies->mtx};
+      if (!replies->open)
+        return;
+      if (auto self = weak.lock())
+        net::post(
+          self->stream_.get_executor(),
+          [self, r = std::move(r)]() mutable { self->respond(std::move(r)); });
     });
   }
 
@@ -662,6 +679,11 @@ void server::stop(std::chrono::milliseconds grace) {
     if (clock::now() > deadline)
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  {
+    // No late answer may touch a session from here on (impl::gate).
+    std::lock_guard<std::mutex> guard{impl_->replies->mtx};
+    impl_->replies->open = false;
   }
   impl_->ioc.stop();
   for (auto& t : impl_->threads)
