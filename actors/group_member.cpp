@@ -6,6 +6,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <set>
+
 namespace ef {
 
 using namespace std::chrono_literals;
@@ -39,13 +42,11 @@ void group_member_state::on_assigned(const std::vector<std::int32_t>& parts) {
   ctx->metrics->add("consumer_rebalances_total", {{"consumer", consumer_name}});
   if (!parts.empty())
     watching_assignment = false;
+  // Their pause state was set before the assignment (starts_paused): a
+  // pause or resume now could race the fetch start librdkafka issues.
   for (auto p : parts) {
     spdlog::info("{}: assigned partition {}", consumer_name, p);
     start_worker(p);
-    // The client keeps a partition's pause across assignments: one paused
-    // when it was revoked would never be fed again.
-    if (!owned[p].paused)
-      consumer->resume(p);
   }
 }
 
@@ -111,16 +112,17 @@ void group_member_state::restart_fetching(
   const std::map<std::int32_t, std::int64_t>& at) {
   if (at.empty())
     return;
-  consumer->restart_at(at);
+  // A replaced worker starts unpaused; the pauses go in with the new
+  // assignment, never right after it.
+  std::set<std::int32_t> paused;
+  for (auto& [p, slot] : owned)
+    if (slot.paused)
+      paused.insert(p);
+  consumer->restart_at(at, paused);
   auto now = std::chrono::steady_clock::now();
-  for (auto& [p, slot] : owned) {
+  for (auto& [p, slot] : owned)
     if (at.count(p) != 0)
       slot.last_fed = now;
-    if (slot.paused)
-      consumer->pause(p);
-    else if (at.count(p) != 0)
-      consumer->resume(p); // a replaced worker starts unpaused
-  }
 }
 
 void group_member_state::housekeeping() {
@@ -199,6 +201,19 @@ void group_member_state::restart_stalled_fetches(
       continue; // idle: nothing to read
     ctx->metrics->add("consumer_fetch_stalls_total",
                       {{"consumer", consumer_name}});
+    // What librdkafka itself said about the partition, when its debug
+    // contexts are on for this member (kafka.debug-contexts): the evidence
+    // that names the cause of a stall (docs/notes/2026-12-04-fetch-stall.md).
+    auto lines = consumer->recent_debug(p);
+    if (lines.empty())
+      spdlog::warn("{}: partition {}: no librdkafka debug lines kept (set "
+                   "kafka.debug-contexts=fetch,consumer,cgrp,topic and "
+                   "kafka.debug-consumers={} to capture the next stall)",
+                   consumer_name, p, consumer_name);
+    for (size_t i = lines.size() > 60 ? lines.size() - 60 : 0; i < lines.size();
+         ++i)
+      spdlog::warn("{}: partition {}: librdkafka: {}", consumer_name, p,
+                   lines[i]);
     spdlog::warn(
       "{}: partition {}: fed nothing for {} s with offsets {}..{} "
       "on the broker and nothing in flight; restarting its fetch "
@@ -422,6 +437,9 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
   auto* state = &st;
   cbs.assigned = [state](const auto& ps) { state->on_assigned(ps); };
   cbs.revoked = [state](const auto& ps) { state->on_revoked(ps); };
+  cbs.starts_paused = [state](std::int32_t) {
+    return state->drain_reply.has_value(); // a drain keeps everything paused
+  };
   cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
     state->lost[p] = offset;
     // Settle it soon, together with the other partitions a join or an
@@ -430,9 +448,18 @@ caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
       std::min(state->next_check, std::chrono::steady_clock::now() + 100ms);
   };
   st.repairs = std::make_unique<persistence::repair_store>(ctx->dsn);
+  auto& debug_for = cfg.kafka.debug_consumers;
+  bool debug =
+    !cfg.kafka.debug_contexts.empty() &&
+    (debug_for.empty() || std::find(debug_for.begin(), debug_for.end(),
+                                    consumer_name) != debug_for.end());
+  std::string contexts;
+  for (auto& c : cfg.kafka.debug_contexts)
+    contexts += (contexts.empty() ? "" : ",") + c;
   st.consumer = std::make_unique<kafka::group_consumer>(
     ctx->brokers, "eventforge." + consumer_name, cfg.kafka.topic,
-    cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms, std::move(cbs));
+    cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms, std::move(cbs),
+    debug ? contexts : std::string{});
   st.subscribed_at = std::chrono::steady_clock::now();
   self->set_exit_handler([self](caf::exit_msg& em) {
     auto& st = self->state;

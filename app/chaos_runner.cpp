@@ -19,9 +19,13 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cxxabi.h>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <thread>
+#include <typeinfo>
 
 namespace ef::app {
 
@@ -65,27 +69,63 @@ struct drive_stats {
   std::atomic<long> failed{0};
 };
 
-/// POSTs until an answer other than 503 / transport error, or the deadline.
-int post_until_answered(httplib::Client& cli, const std::string& path,
+/// A client of the pipeline that follows it to a new port after a restart.
+class following_client {
+public:
+  explicit following_client(const pipeline& pipe) : pipe_(pipe) {}
+
+  httplib::Result post(const std::string& path, const httplib::Headers& headers,
+                       const std::string& body) {
+    auto url = pipe_.url();
+    if (!cli_ || url != url_) {
+      url_ = url;
+      cli_ = std::make_unique<httplib::Client>(url_);
+      cli_->set_keep_alive(true);
+      cli_->set_tcp_nodelay(true);
+      cli_->set_read_timeout(30, 0);
+    }
+    return cli_->Post(path.c_str(), headers, body, "application/json");
+  }
+
+private:
+  const pipeline& pipe_;
+  std::string url_;
+  std::unique_ptr<httplib::Client> cli_;
+};
+
+/// POSTs until an answer other than 503 / transport error, the deadline,
+/// or `stop`.
+int post_until_answered(following_client& cli, const std::string& path,
                         const httplib::Headers& headers,
                         const std::string& body, clock::time_point deadline,
-                        drive_stats& stats, std::string* reply) {
+                        const std::atomic<bool>& stop, drive_stats& stats,
+                        std::string* reply) {
   for (;;) {
-    auto res = cli.Post(path.c_str(), headers, body, "application/json");
+    auto res = cli.post(path, headers, body);
     if (res && res->status != 503) {
       if (reply)
         *reply = res->body;
       return res->status;
     }
-    if (clock::now() > deadline)
+    if (clock::now() > deadline || stop)
       return res ? res->status : 0;
     ++stats.retries;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
-void drive(const std::string& url, const config::settings& cfg,
-           const chaos_plan& plan, drive_stats& stats) {
+/// The exception's dynamic type, demangled ("std::runtime_error").
+std::string type_name(const std::exception& e) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> name(
+    abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status),
+    std::free);
+  return status == 0 && name ? name.get() : typeid(e).name();
+}
+
+void drive(const pipeline& pipe, const config::settings& cfg,
+           const chaos_plan& plan, const std::atomic<bool>& stop,
+           drive_stats& stats) {
   std::atomic<int> next{0};
   auto deadline = clock::now() + std::chrono::seconds(plan.timeout_s);
   // A fresh key space per run: a rerun on the same database places new
@@ -95,11 +135,8 @@ void drive(const std::string& url, const config::settings& cfg,
                      std::chrono::system_clock::now().time_since_epoch())
                      .count());
   auto worker = [&] {
-    httplib::Client cli(url);
-    cli.set_keep_alive(true);
-    cli.set_tcp_nodelay(true);
-    cli.set_read_timeout(30, 0);
-    for (int i = next++; i < plan.orders; i = next++) {
+    following_client cli(pipe);
+    for (int i = next++; i < plan.orders && !stop; i = next++) {
       json body{{"customer_id", "chaos-" + std::to_string(i % 97)},
                 {"items",
                  {{{"sku", "sku-" + std::to_string(i % 13)},
@@ -112,7 +149,7 @@ void drive(const std::string& url, const config::settings& cfg,
         {"traceparent", trace}};
       std::string reply;
       if (post_until_answered(cli, "/orders", headers, body.dump(), deadline,
-                              stats, &reply) != 201) {
+                              stop, stats, &reply) != 201) {
         ++stats.failed;
         continue;
       }
@@ -123,7 +160,7 @@ void drive(const std::string& url, const config::settings& cfg,
       // 409 "already cancelled" means an earlier attempt got through.
       auto status = post_until_answered(cli, "/orders/" + id + "/cancel",
                                         {{"traceparent", trace}}, "", deadline,
-                                        stats, nullptr);
+                                        stop, stats, nullptr);
       if (status == 202 || status == 409)
         ++stats.cancelled;
       else
@@ -196,19 +233,38 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan,
   pipe.start(rt.where());
   drive_stats stats;
   std::atomic<bool> driving{true};
+  std::atomic<bool> stop_driving{false};
   std::thread driver([&] {
-    drive(pipe.url(), cfg, plan, stats);
+    drive(pipe, cfg, plan, stop_driving, stats);
     driving = false;
   });
+  // Whatever leaves this scope, the driver is told to stop and joined: a
+  // joinable thread destroyed by an exception would abort the process and
+  // hide the exception (known gap 12 of the second round).
+  struct join_driver {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~join_driver() {
+      stop = true;
+      if (t.joinable())
+        t.join();
+    }
+  } joiner{stop_driving, driver};
   // Broker restarts at evenly spaced points of the drive.
   int restarts_done = 0;
   for (int k = 1; k <= plan.broker_restarts; ++k) {
     auto goal = static_cast<long>(plan.orders) * k / (plan.broker_restarts + 1);
     while (driving && stats.created < goal)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    pipe.stop();
-    rt.restart_broker();
-    pipe.start(rt.where());
+    try {
+      pipe.stop();
+      rt.restart_broker();
+      pipe.start(rt.where());
+    } catch (const std::exception& e) {
+      spdlog::error("chaos: broker restart {} of {} failed: {}: {}", k,
+                    plan.broker_restarts, type_name(e), e.what());
+      throw;
+    }
     ++restarts_done;
     spdlog::warn("chaos: broker restart {} of {} done at {} orders", k,
                  plan.broker_restarts, stats.created.load());

@@ -5,8 +5,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 namespace ef::app {
 
@@ -24,9 +26,31 @@ pipeline::~pipeline() {
 
 void pipeline::start(const endpoints& where) {
   root_ = ef::start(sys_, cfg_, where, metrics_, faults_);
-  http_ = std::make_unique<http_frontend>(sys_, root_, cfg_, metrics_, where,
-                                          faults_);
-  cfg_.http.port = http_->start(); // later starts reuse the port
+  // Later starts reuse the port, so clients keep their address. An
+  // ephemeral port can be taken meanwhile by any outgoing connection (a
+  // Kafka client reconnecting to a new broker): try for a moment, then take
+  // a new one rather than fail the run.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  for (;;) {
+    http_ = std::make_unique<http_frontend>(sys_, root_, cfg_, metrics_, where,
+                                            faults_);
+    try {
+      cfg_.http.port = http_->start();
+      break;
+    } catch (const std::runtime_error& e) {
+      http_.reset();
+      if (cfg_.http.port == 0)
+        throw;
+      if (std::chrono::steady_clock::now() > deadline) {
+        spdlog::warn("pipeline: {}; serving on a new port", e.what());
+        cfg_.http.port = 0;
+        continue;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  std::lock_guard<std::mutex> guard{url_mtx_};
+  url_ = http_->url();
 }
 
 void pipeline::stop() {
@@ -40,7 +64,8 @@ void pipeline::stop() {
 }
 
 std::string pipeline::url() const {
-  return http_->url();
+  std::lock_guard<std::mutex> guard{url_mtx_};
+  return url_;
 }
 
 std::string quiescence_gap(const config::settings& cfg, const endpoints& ep) {

@@ -9,13 +9,15 @@
 #include <caf/all.hpp>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace ef::app {
 
 /// The tree and its HTTP front hosted in this process (by `chaos` and
-/// `bench`), restartable on new endpoints (a new broker) with the same port,
-/// metrics and crash decisions.
+/// `bench`), restartable on new endpoints (a new broker) with the same
+/// metrics and crash decisions, and the same port while no other socket
+/// took it meanwhile (then a new one: url() tells).
 class pipeline {
 public:
   pipeline(caf::actor_system& sys, config::settings cfg,
@@ -25,6 +27,8 @@ public:
   void start(const endpoints& where);
   /// Stops the HTTP front and the tree and waits for every actor.
   void stop();
+  /// "http://host:port" of the current start; safe from any thread, also
+  /// while the pipeline restarts.
   std::string url() const;
   const eventforge_actor& root() const { return root_; }
 
@@ -35,6 +39,8 @@ private:
   std::shared_ptr<chaos> faults_;
   eventforge_actor root_;
   std::unique_ptr<http_frontend> http_;
+  mutable std::mutex url_mtx_;
+  std::string url_; ///< guarded by url_mtx_
 };
 
 /// What still keeps the pipeline from being quiescent, e.g. "outbox: 1

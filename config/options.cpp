@@ -312,6 +312,25 @@ std::vector<option> make_options() {
     "longest a fetch waits for new records: the consumer latency floor on "
     "the in-process broker, which answers an empty fetch only after this "
     "wait; a real broker answers as soon as records arrive"));
+  v.push_back(list_opt(
+    "kafka.debug-contexts",
+    [](settings& s) -> std::vector<std::string>& {
+      return s.kafka.debug_contexts;
+    },
+    one_of({"generic", "broker",      "topic",    "metadata", "feature",
+            "queue",   "msg",         "protocol", "cgrp",     "security",
+            "fetch",   "interceptor", "plugin",   "consumer", "admin",
+            "eos",     "mock",        "assignor", "conf",     "all"}),
+    "librdkafka debug contexts (e.g. fetch,consumer,cgrp,topic) whose "
+    "lines a consumer group member keeps in memory (the last 5,000) and "
+    "logs when a partition's fetch stalls; empty: off (they cost CPU)"));
+  v.push_back(list_opt(
+    "kafka.debug-consumers",
+    [](settings& s) -> std::vector<std::string>& {
+      return s.kafka.debug_consumers;
+    },
+    consumer_name,
+    "the consumers whose members keep kafka.debug-contexts (empty: all)"));
   v.push_back(str_opt(
     "kafka.dlq-topic",
     [](settings& s) -> std::string& { return s.kafka.dlq_topic; },

@@ -41,6 +41,11 @@ struct settings {
     int delivery_timeout_ms = 30000;
     std::string dlq_topic; ///< empty: "<topic>.dlq"
     int fetch_wait_max_ms = 5;
+    /// librdkafka debug contexts kept in memory by consumer group members
+    /// and shown when a fetch stalls; empty: off.
+    std::vector<std::string> debug_contexts;
+    /// Which consumers' members keep them (empty: all).
+    std::vector<std::string> debug_consumers;
   } kafka;
 
   struct api_section {

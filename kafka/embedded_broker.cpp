@@ -36,9 +36,14 @@ embedded_broker::embedded_broker(int brokers,
   for (auto& t : topics) {
     auto rc = rd_kafka_mock_topic_create(impl_->mc, t.name.c_str(),
                                          t.partitions, replication);
-    if (rc != RD_KAFKA_RESP_ERR_NO_ERROR)
+    if (rc != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      // A destructor does not run for a constructor that throws: stop the
+      // cluster's threads here, or they outlive the failure.
+      rd_kafka_mock_cluster_destroy(impl_->mc);
+      rd_kafka_destroy(impl_->rk);
       throw std::runtime_error("embedded broker: cannot create topic " +
                                t.name + ": " + rd_kafka_err2str(rc));
+    }
   }
 }
 

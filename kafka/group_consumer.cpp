@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <deque>
+#include <mutex>
 
 namespace ef::kafka {
 
@@ -25,6 +27,27 @@ struct tp_list {
   ~tp_list() { RdKafka::TopicPartition::destroy(v); }
 };
 
+/// Sets each partition's pause state BEFORE the assignment that starts its
+/// fetch. librdkafka 2.0.2 starts an assignment's fetch (FETCH_START) from
+/// its main thread; a pause or resume issued by the application takes its
+/// own op version first and queues second, so one racing that start can
+/// make the later-queued op look outdated and be dropped: the partition then
+/// never fetches, without an error. Before assign() no start is pending, so
+/// there is nothing to race. Partitions the client does not know yet carry
+/// no pause to clear.
+void set_pauses(RdKafka::KafkaConsumer* c,
+                const std::vector<RdKafka::TopicPartition*>& parts,
+                const std::function<bool(std::int32_t)>& paused) {
+  tp_list pause, resume;
+  for (auto* p : parts)
+    (paused && paused(p->partition()) ? pause : resume)
+      .v.push_back(RdKafka::TopicPartition::create(p->topic(), p->partition()));
+  if (!resume.v.empty())
+    c->resume(resume.v);
+  if (!pause.v.empty())
+    c->pause(pause.v);
+}
+
 class rebalancer : public RdKafka::RebalanceCb {
 public:
   rebalancer(group_consumer::callbacks cbs,
@@ -34,6 +57,9 @@ public:
                     std::vector<RdKafka::TopicPartition*>& parts) override {
     started_at_.clear(); // a new assignment starts from committed offsets
     if (err == RdKafka::ERR__ASSIGN_PARTITIONS) {
+      // The client keeps a partition's pause across assignments: one paused
+      // when it was revoked would never be fed again. Set before assign().
+      set_pauses(c, parts, cbs_.starts_paused);
       c->assign(parts);
       if (cbs_.assigned)
         cbs_.assigned(ids_of(parts));
@@ -52,8 +78,38 @@ private:
 
 } // namespace
 
+/// Keeps librdkafka's debug lines (the last `capacity`), for the report of a
+/// stalled fetch. librdkafka calls it from its own threads.
+class debug_capture : public RdKafka::EventCb {
+public:
+  static constexpr size_t capacity = 5000;
+
+  void event_cb(RdKafka::Event& e) override {
+    if (e.type() != RdKafka::Event::EVENT_LOG)
+      return;
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (lines_.size() >= capacity)
+      lines_.pop_front();
+    lines_.push_back(e.fac() + " " + e.str());
+  }
+
+  std::vector<std::string> naming(const std::string& needle) const {
+    std::lock_guard<std::mutex> guard{mtx_};
+    std::vector<std::string> out;
+    for (auto& l : lines_)
+      if (l.find(needle) != std::string::npos)
+        out.push_back(l);
+    return out;
+  }
+
+private:
+  mutable std::mutex mtx_;
+  std::deque<std::string> lines_;
+};
+
 struct group_consumer::impl {
   std::function<void(std::int32_t, std::int64_t)> position_lost;
+  std::unique_ptr<debug_capture> debug;
   std::unique_ptr<rebalancer> rebalance;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer;
   std::string topic;
@@ -65,7 +121,8 @@ struct group_consumer::impl {
 group_consumer::group_consumer(const std::string& brokers,
                                const std::string& group,
                                const std::string& topic, int session_timeout_ms,
-                               int fetch_wait_max_ms, callbacks cbs)
+                               int fetch_wait_max_ms, callbacks cbs,
+                               const std::string& debug_contexts)
     : impl_(std::make_unique<impl>()) {
   impl_->topic = topic;
   impl_->position_lost = cbs.position_lost;
@@ -94,6 +151,13 @@ group_consumer::group_consumer(const std::string& brokers,
   if (conf->set("rebalance_cb", impl_->rebalance.get(), err) !=
       RdKafka::Conf::CONF_OK)
     throw std::runtime_error("kafka rebalance_cb: " + err);
+  if (!debug_contexts.empty()) {
+    impl_->debug = std::make_unique<debug_capture>();
+    if (conf->set("debug", debug_contexts, err) != RdKafka::Conf::CONF_OK ||
+        conf->set("event_cb", impl_->debug.get(), err) !=
+          RdKafka::Conf::CONF_OK)
+      throw std::runtime_error("kafka debug " + debug_contexts + ": " + err);
+  }
   impl_->consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
   if (!impl_->consumer)
     throw std::runtime_error("cannot create kafka consumer: " + err);
@@ -182,7 +246,8 @@ void group_consumer::seek(std::int32_t partition, std::int64_t offset) {
 }
 
 void group_consumer::restart_at(
-  const std::map<std::int32_t, std::int64_t>& offsets) {
+  const std::map<std::int32_t, std::int64_t>& offsets,
+  const std::set<std::int32_t>& paused) {
   // A partition stopped by auto.offset.reset=error is out of the fetcher's
   // reach: only a new assignment starts it again. The group's partitions do
   // not change (eager protocol: assign() may be called at any time); the
@@ -203,11 +268,24 @@ void group_consumer::restart_at(
         (offsets.count(tp->partition()) != 0 || tp->offset() < 0))
       tp->set_offset(i->second);
   }
-  if (rc == RdKafka::ERR_NO_ERROR)
+  if (rc == RdKafka::ERR_NO_ERROR) {
+    // Pauses first: the assignment restarts every fetch (set_pauses).
+    set_pauses(impl_->consumer.get(), l.v,
+               [&](std::int32_t p) { return paused.count(p) != 0; });
     rc = impl_->consumer->assign(l.v);
+  }
   if (rc != RdKafka::ERR_NO_ERROR)
     throw std::runtime_error("cannot restart fetching of " + impl_->topic +
                              ": " + RdKafka::err2str(rc));
+}
+
+std::vector<std::string>
+group_consumer::recent_debug(std::int32_t partition) const {
+  if (!impl_->debug)
+    return {};
+  // librdkafka names a partition "<topic> [<p>]" in its lines.
+  return impl_->debug->naming(impl_->topic + " [" + std::to_string(partition) +
+                              "]");
 }
 
 group_consumer::watermarks

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ public:
     /// Fetching resumes only after a seek().
     std::function<void(std::int32_t partition, std::int64_t offset)>
       position_lost;
+    /// Whether a partition about to be assigned must start paused (a drain
+    /// in progress); unset: none does.
+    std::function<bool(std::int32_t partition)> starts_paused;
   };
 
   /// A partition's log as the broker holds it now: [low, high).
@@ -41,9 +45,13 @@ public:
     std::int64_t high = 0;
   };
 
+  /// `debug_contexts`: librdkafka debug contexts (e.g.
+  /// "fetch,consumer,cgrp,topic") whose lines are kept in memory, the last
+  /// 5,000, for recent_debug(); "" (the default) turns debugging off.
   group_consumer(const std::string& brokers, const std::string& group,
                  const std::string& topic, int session_timeout_ms,
-                 int fetch_wait_max_ms, callbacks cbs);
+                 int fetch_wait_max_ms, callbacks cbs,
+                 const std::string& debug_contexts = {});
   ~group_consumer();
 
   /// Waits up to `timeout_ms` for the next record of any owned partition.
@@ -66,14 +74,29 @@ public:
   /// Restarts fetching of owned partitions at the given offsets (-1: the log
   /// start), including partitions stopped after position_lost (which seek()
   /// cannot move). Every other owned partition continues exactly where the
-  /// application is; pauses must be applied again by the caller.
-  void restart_at(const std::map<std::int32_t, std::int64_t>& offsets);
+  /// application is. Afterwards exactly the partitions in `paused` are
+  /// paused; they are set before the new assignment, never right after it
+  /// (see pause()).
+  void restart_at(const std::map<std::int32_t, std::int64_t>& offsets,
+                  const std::set<std::int32_t>& paused = {});
 
   /// Asks the broker for the partition's current log start and end.
   watermarks query_watermarks(std::int32_t partition, int timeout_ms = 5000);
 
+  /// Pause and resume an owned, fetching partition. Never call them for a
+  /// partition just assigned (by the rebalance or restart_at) before it
+  /// delivered a record: librdkafka 2.0.2 starts a new assignment's fetch
+  /// from its own thread, and a pause or resume racing that start can make
+  /// it drop the start as outdated, leaving the partition silent for good
+  /// (docs/notes/2026-12-04-fetch-stall.md). Assignments therefore take
+  /// their pause state before they are made (callbacks::starts_paused,
+  /// restart_at's `paused`).
   void pause(std::int32_t partition);
   void resume(std::int32_t partition);
+
+  /// The captured librdkafka debug lines (see the constructor) that name
+  /// `partition` of the topic, oldest first; empty without debugging.
+  std::vector<std::string> recent_debug(std::int32_t partition) const;
 
   /// Leaves the group (revoking everything) and closes the client, waiting
   /// at most `timeout_ms`: a broker that does not answer must not hold up a
