@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <iostream>
 #include <thread>
 
 using namespace ef;
@@ -158,6 +159,7 @@ TEST_CASE("a_database_outage_longer_than_the_restart_budget_never_escalates_"
     if (series.rfind("actor_restarts_total", 0) == 0 && n > 0)
       restarts += series + " " + std::to_string(n) + "\n";
   INFO("restarts:\n" << restarts);
+  std::cout << "restarts during the outage:\n" << restarts << std::flush;
   // Nothing escalated: no supervisor or group member was restarted, and no
   // partition actor crashed (each waited with its backoff).
   for (auto& [series, n] : counters)
