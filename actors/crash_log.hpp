@@ -18,7 +18,8 @@ inline caf::atom_value chaos_error_category() {
 }
 
 /// Error category of exits caused by a database outage: the code is the
-/// persistence::db_errc (unavailable, or in_doubt: the session broke).
+/// persistence::db_errc (unavailable, or in_doubt: the session broke) plus
+/// one, since a caf::error with code 0 is no error at all (a normal exit).
 inline caf::atom_value db_error_category() {
   return caf::atom("ef_db");
 }
@@ -60,9 +61,12 @@ inline void log_crashes(caf::scheduled_actor* self, std::string who) {
       } catch (const persistence::db_error& e) {
         using persistence::db_errc;
         if (e.code() == db_errc::unavailable || e.code() == db_errc::in_doubt) {
-          spdlog::warn("{}: database unavailable: {}", who, e.what());
-          return caf::error{static_cast<std::uint8_t>(e.code()),
-                            db_error_category()};
+          // Info, not warn: during an outage this repeats at every restart;
+          // the supervisor warns once per outage.
+          spdlog::info("{}: database unavailable: {}", who, e.what());
+          return caf::error{
+            static_cast<std::uint8_t>(static_cast<int>(e.code()) + 1),
+            db_error_category()};
         }
         spdlog::error("{} crashed: {}", who, e.what());
       } catch (const std::exception& e) {

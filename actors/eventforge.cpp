@@ -161,12 +161,12 @@ void configure_actor_system(caf::actor_system_config& cfg) {
       }
       return out;
     });
-  cfg.add_error_category(
-    db_error_category(),
-    [](std::uint8_t code, caf::atom_value, const caf::message&) {
-      return std::string("ef_db: database ") +
-             persistence::to_string(static_cast<persistence::db_errc>(code));
-    });
+  cfg.add_error_category(db_error_category(), [](std::uint8_t code,
+                                                 caf::atom_value,
+                                                 const caf::message&) {
+    return std::string("ef_db: database ") +
+           persistence::to_string(static_cast<persistence::db_errc>(code - 1));
+  });
   cfg.add_error_category(
     chaos_error_category(),
     [](std::uint8_t code, caf::atom_value, const caf::message&) {

@@ -69,8 +69,13 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
     c.last_crash = em.reason;
     ctx->metrics->add("actor_restarts_total",
                       {{"kind", c.spec.kind}, {"reason", reason}});
-    spdlog::warn("{}: {} crashed ({}); restarting", label, c.spec.name,
-                 self->system().render(em.reason));
+    // A database outage restarts its children again and again until it
+    // ends: warn at the first crash of a row, the rest at debug.
+    spdlog::log(is_outage(em.reason) && c.consecutive_crashes > 0
+                  ? spdlog::level::debug
+                  : spdlog::level::warn,
+                "{}: {} crashed ({}); restarting", label, c.spec.name,
+                self->system().render(em.reason));
     // An outage of the database is waited out here: restarting our own
     // supervisor would not bring it back, so it never counts towards
     // escalation (the backoff below still paces the restarts).

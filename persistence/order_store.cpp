@@ -135,6 +135,24 @@ order_store::~order_store() = default;
 void order_store::write(
   const std::function<void(order_writer&)>& body,
   std::optional<std::chrono::system_clock::time_point> deadline) {
+  // A session that broke while idle (the server restarted) fails the next
+  // transaction before anything of it is written: drop it and run the body
+  // once more on a new one. Never after COMMIT began (in_doubt).
+  for (int attempt = 0;; ++attempt) {
+    try {
+      write_once(body, deadline);
+      return;
+    } catch (const db_error& e) {
+      if (e.code() != db_errc::unavailable || attempt > 0)
+        throw;
+      db_->reset();
+    }
+  }
+}
+
+void order_store::write_once(
+  const std::function<void(order_writer&)>& body,
+  std::optional<std::chrono::system_clock::time_point> deadline) {
   using namespace std::chrono;
   auto left = [&] {
     return duration_cast<milliseconds>(*deadline - system_clock::now());

@@ -98,6 +98,10 @@ public:
   std::optional<std::string> view_json(const std::string& order_id);
 
 private:
+  void
+  write_once(const std::function<void(order_writer&)>& body,
+             std::optional<std::chrono::system_clock::time_point> deadline);
+
   std::unique_ptr<session> db_;
   int shards_;
 };

@@ -168,6 +168,20 @@ TEST_CASE("a_database_outage_longer_than_the_restart_budget_never_escalates_"
              series.find("reason=\"db_unavailable\"") != std::string::npos));
   CHECK(counters["actor_restarts_total{kind=\"supervisor\",reason="
                  "\"exception\"}"] == 0);
+  // Every actor that met the outage came back: new orders go through the
+  // whole pipeline (relays publish them, consumers apply them).
+  post_orders(t.url(), 10, "after");
+  REQUIRE(test::wait_until(
+    [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
+  CHECK(db.scalar<int>("SELECT count(*) FROM outbox") == before + 30);
+  check_one_effect_per_consumer_per_event(db);
   // The tree is the same one: its root still answers.
   CHECK(children_of(t.system(), untyped(t.root())).size() >= 4);
+  // The actors that crashed on the outage (relays, the repairer, ...) were
+  // restarted and counted as such.
+  long outage_restarts = 0;
+  for (auto& [series, n] : counters)
+    if (series.find("reason=\"db_unavailable\"") != std::string::npos)
+      outage_restarts += static_cast<long>(n);
+  CHECK(outage_restarts > 0);
 }
