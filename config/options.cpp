@@ -609,20 +609,35 @@ bool is_loopback(const std::string& host) {
   return false;
 }
 
+namespace {
+
+/// A repair republishes an outbox row that its consumer neither marked nor
+/// parked. So what tells "already applied" (a mark) or "never apply" (a
+/// discarded DLQ entry) must outlive the row: `key`'s retention `value`
+/// (0 = forever) must be 0 or at least outbox.retention. `what_goes` says
+/// what goes wrong otherwise.
+std::optional<std::string> outlives_rows(const char* key, int value,
+                                         int outbox_s, const char* rows,
+                                         const char* what_goes) {
+  if (value == 0 || (outbox_s != 0 && value >= outbox_s))
+    return std::nullopt;
+  return std::string("invalid value for ") + key + ": " +
+         std::to_string(value) + " s is shorter than outbox.retention (" +
+         (outbox_s == 0 ? std::string("0 = forever")
+                        : std::to_string(outbox_s) + " s") +
+         "); " + what_goes + ". Keep " + rows +
+         " at least as long as rows (or 0 = forever)";
+}
+
+} // namespace
+
 std::optional<std::string> validate(const settings& s) {
   auto& r = s.retention;
-  // A repair republishes an outbox row that its consumer neither marked nor
-  // parked: the entry of a discarded event must outlive the row.
-  if (r.dlq_resolved_s > 0 &&
-      (r.outbox_s == 0 || r.dlq_resolved_s < r.outbox_s))
-    return "invalid value for dlq.retention: " +
-           std::to_string(r.dlq_resolved_s) +
-           " s is shorter than outbox.retention (" +
-           (r.outbox_s == 0 ? std::string("0 = forever")
-                            : std::to_string(r.outbox_s) + " s") +
-           "); a discarded event whose entry is gone would be republished "
-           "and applied. Keep entries at least as long as rows (or 0 = "
-           "forever)";
+  if (auto err = outlives_rows(
+        "dlq.retention", r.dlq_resolved_s, r.outbox_s, "entries",
+        "a discarded event whose entry is gone would be republished and "
+        "applied"))
+    return err;
   // Scenarios place orders and crash actors on purpose, without a token:
   // only a client on this machine may ask for them.
   if (s.demo.enabled && !is_loopback(s.http.host))
@@ -634,20 +649,10 @@ std::optional<std::string> validate(const settings& s) {
   if (s.consumer.backoff_max_ms < s.consumer.backoff_initial_ms)
     return "invalid value for consumer.backoff-max-ms: must be >= "
            "consumer.backoff-initial-ms";
-  // A repair republishes outbox rows that have no processed_events mark. A
-  // mark deleted while its row still exists would make an applied event
-  // look missing, and it would be applied twice. So marks must outlive rows.
-  if (r.processed_events_s > 0 &&
-      (r.outbox_s == 0 || r.processed_events_s < r.outbox_s))
-    return "invalid value for processed-events.retention: " +
-           std::to_string(r.processed_events_s) +
-           " s is shorter than outbox.retention (" +
-           (r.outbox_s == 0 ? std::string("0 = forever")
-                            : std::to_string(r.outbox_s) + " s") +
-           "); an outbox row whose mark is gone would be republished and "
-           "applied twice. Keep marks at least as long as rows (or 0 = "
-           "forever)";
-  return std::nullopt;
+  return outlives_rows(
+    "processed-events.retention", r.processed_events_s, r.outbox_s, "marks",
+    "an outbox row whose mark is gone would be republished and applied "
+    "twice");
 }
 
 } // namespace ef::config

@@ -44,77 +44,68 @@ ops_rows read_ops_rows(const std::string& dsn) {
   return ops_reader(dsn).read();
 }
 
-long delete_sent_outbox(const std::string& dsn, int age_s, int limit) {
+namespace {
+
+/// Runs one retention DELETE (`sql` takes $1 = age in seconds, $2 = at most
+/// this many rows) in its own short transaction; returns the rows deleted.
+/// Every one of them selects its victims FOR UPDATE SKIP LOCKED: retention
+/// never waits on (or blocks) the hot path.
+long delete_batch(const std::string& dsn, const char* sql, int age_s,
+                  int limit) {
   try {
     auto conn = open_connection(dsn);
     pqxx::work w(*conn);
-    // By creation time, not send time: a republished row must not outlive
-    // the processed_events marks of its first delivery (see config
-    // validation). SKIP LOCKED: never wait on (or block) a relay marking
-    // rows right now.
-    auto r = w.exec_params(
-      "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at "
-      "IS NOT NULL AND created_at < clock_timestamp() - make_interval(secs => "
-      "$1) ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
-      age_s, limit);
+    auto r = w.exec_params(sql, age_s, limit);
     w.commit();
     return static_cast<long>(r.affected_rows());
   } catch (...) {
     rethrow_as_db_error();
   }
+}
+
+} // namespace
+
+long delete_sent_outbox(const std::string& dsn, int age_s, int limit) {
+  // By creation time, not send time: a republished row must not outlive
+  // the processed_events marks of its first delivery (see config
+  // validation).
+  return delete_batch(
+    dsn,
+    "DELETE FROM outbox WHERE seq IN (SELECT seq FROM outbox WHERE sent_at "
+    "IS NOT NULL AND created_at < clock_timestamp() - make_interval(secs => "
+    "$1) ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)",
+    age_s, limit);
 }
 
 long delete_processed_marks(const std::string& dsn, int age_s, int limit) {
-  try {
-    auto conn = open_connection(dsn);
-    pqxx::work w(*conn);
-    auto r = w.exec_params(
-      "DELETE FROM processed_events WHERE (consumer, event_id) IN (SELECT "
-      "consumer, event_id FROM processed_events WHERE processed_at < "
-      "clock_timestamp() - make_interval(secs => $1) LIMIT $2 FOR UPDATE "
-      "SKIP LOCKED)",
-      age_s, limit);
-    w.commit();
-    return static_cast<long>(r.affected_rows());
-  } catch (...) {
-    rethrow_as_db_error();
-  }
+  return delete_batch(
+    dsn,
+    "DELETE FROM processed_events WHERE (consumer, event_id) IN (SELECT "
+    "consumer, event_id FROM processed_events WHERE processed_at < "
+    "clock_timestamp() - make_interval(secs => $1) LIMIT $2 FOR UPDATE "
+    "SKIP LOCKED)",
+    age_s, limit);
 }
 
 long delete_idempotency_keys(const std::string& dsn, int age_s, int limit) {
-  try {
-    auto conn = open_connection(dsn);
-    pqxx::work w(*conn);
-    // SKIP LOCKED: a key a client is claiming right now is never waited on.
-    auto r = w.exec_params(
-      "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM "
-      "idempotency_keys WHERE created_at < clock_timestamp() - "
-      "make_interval(secs => $1) ORDER BY created_at LIMIT $2 FOR UPDATE "
-      "SKIP LOCKED)",
-      age_s, limit);
-    w.commit();
-    return static_cast<long>(r.affected_rows());
-  } catch (...) {
-    rethrow_as_db_error();
-  }
+  return delete_batch(
+    dsn,
+    "DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM "
+    "idempotency_keys WHERE created_at < clock_timestamp() - "
+    "make_interval(secs => $1) ORDER BY created_at LIMIT $2 FOR UPDATE "
+    "SKIP LOCKED)",
+    age_s, limit);
 }
 
 long delete_resolved_dlq_entries(const std::string& dsn, int age_s, int limit) {
-  try {
-    auto conn = open_connection(dsn);
-    pqxx::work w(*conn);
-    // Their actions go with them (ON DELETE CASCADE, migration 8).
-    auto r = w.exec_params(
-      "DELETE FROM dlq_events WHERE id IN (SELECT id FROM dlq_events WHERE "
-      "status IN ('replayed', 'discarded') AND resolved_at < "
-      "clock_timestamp() - make_interval(secs => $1) ORDER BY resolved_at "
-      "LIMIT $2 FOR UPDATE SKIP LOCKED)",
-      age_s, limit);
-    w.commit();
-    return static_cast<long>(r.affected_rows());
-  } catch (...) {
-    rethrow_as_db_error();
-  }
+  // Their actions go with them (ON DELETE CASCADE, migration 8).
+  return delete_batch(
+    dsn,
+    "DELETE FROM dlq_events WHERE id IN (SELECT id FROM dlq_events WHERE "
+    "status IN ('replayed', 'discarded') AND resolved_at < "
+    "clock_timestamp() - make_interval(secs => $1) ORDER BY resolved_at "
+    "LIMIT $2 FOR UPDATE SKIP LOCKED)",
+    age_s, limit);
 }
 
 bool database_reachable(const std::string& dsn, std::string& error) {

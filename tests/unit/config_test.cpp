@@ -225,6 +225,20 @@ TEST_CASE("demo_mode_is_refused_by_the_configuration_itself_unless_http_"
   CHECK(build_settings({{"http.host", "0.0.0.0"}}).ok());
 }
 
+TEST_CASE("a_resolved_dlq_entry_must_outlive_the_outbox_row_it_keeps_from_"
+          "a_repair") {
+  auto r = build_settings({{"dlq.retention", "60"}});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error.find("invalid value for dlq.retention: 60 s is shorter than "
+                     "outbox.retention (604800 s)") == 0);
+  auto forever =
+    build_settings({{"dlq.retention", "60"}, {"outbox.retention", "0"}});
+  CHECK(forever.error.find("outbox.retention (0 = forever)") !=
+        std::string::npos);
+  CHECK(build_settings({{"dlq.retention", "0"}}).ok());
+  CHECK(build_settings({{"dlq.retention", "604800"}}).ok());
+}
+
 TEST_CASE("consumer_names_are_any_well_formed_names") {
   auto r = build_settings({{"consumer.enabled", "billing,my-consumer_2"}});
   INFO(r.error);
