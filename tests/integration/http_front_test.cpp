@@ -566,6 +566,13 @@ TEST_CASE("a_client_past_http_max_connections_gets_503_the_open_ones_are_"
 
 TEST_CASE("a_serve_whose_descriptors_run_out_under_a_flood_accepts_again_"
           "once_the_flood_is_released") {
+#if defined(EF_SANITIZER_BUILD)
+  // A sanitizer's runtime needs free descriptors itself: UBSan's vptr check
+  // probes memory through a pipe and, when none can be opened, reports a
+  // false "invalid vptr" and stops the process. The plain build runs it.
+  WARN("skipped in a sanitizer build");
+  return;
+#endif
   test::database db;
   test::temp_dir logs;
   auto cfg = test::test_settings();
@@ -598,8 +605,14 @@ TEST_CASE("a_serve_whose_descriptors_run_out_under_a_flood_accepts_again_"
     all << in.rdbuf();
     return all.str().find(what) != std::string::npos;
   };
-  REQUIRE(test::wait_until(
-    [&] { return log_says("accepting a connection failed: EMFILE"); }, 20s));
+  auto emfile = test::wait_until(
+    [&] { return log_says("accepting a connection failed: EMFILE"); }, 20s);
+  if (!emfile) {
+    std::ifstream in(log);
+    std::stringstream all;
+    all << in.rdbuf();
+    FAIL("the listener never reported EMFILE; its log:\n" << all.str());
+  }
   // Released: the flood leaves. New orders are accepted again at once (the
   // old listener stopped accepting for good after its first error).
   flood.clear();
