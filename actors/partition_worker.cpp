@@ -149,7 +149,7 @@ partition_worker_state::attempt_unguarded(const partition_record& rec) {
                                         crash_key, site);
                    },
                    {rec.partition, rec.offset});
-  if (outcome == persistence::apply_outcome::order_missing)
+  if (outcome == apply_outcome::order_missing)
     return failure{failure_class::transient, "order_missing",
                    "order " + ev->order_id + " not found"};
   note(*ev, outcome, rec);
@@ -197,14 +197,14 @@ void partition_worker_state::finish_front(caf::event_based_actor* self) {
 }
 
 void partition_worker_state::note(const order_event& ev,
-                                  persistence::apply_outcome outcome,
+                                  apply_outcome outcome,
                                   const partition_record& rec) {
   telemetry::labels who{{"consumer", consumer}};
   auto& trace = rec.header(record_header::traceparent);
   switch (outcome) {
-  case persistence::apply_outcome::order_missing:
+  case apply_outcome::order_missing:
     break; // a failure: the caller retries it
-  case persistence::apply_outcome::duplicate:
+  case apply_outcome::duplicate:
     ctx->metrics->add("consumer_duplicates_suppressed_total", who);
     if (ctx->journal) {
       persistence::journal_line line;
@@ -221,7 +221,7 @@ void partition_worker_state::note(const order_event& ev,
     event_log::hop("suppressed", ev.order_id, ev.event_id, trace,
                    {{"consumer", consumer}});
     break;
-  case persistence::apply_outcome::deferred:
+  case apply_outcome::deferred:
     // Not applied, not lost: it comes again behind its predecessors.
     ctx->metrics->add("consumer_deferred_total", who);
     event_log::hop("deferred", ev.order_id, ev.event_id, trace,
@@ -230,7 +230,7 @@ void partition_worker_state::note(const order_event& ev,
                  "its order; both are queued again",
                  consumer, ev.event_id, ev.order_id);
     break;
-  case persistence::apply_outcome::applied:
+  case apply_outcome::applied:
     ctx->metrics->add("consumer_applied_total", who);
     event_log::hop("applied", ev.order_id, ev.event_id, trace,
                    {{"consumer", consumer}});
@@ -289,7 +289,7 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
                                    evs[i].event_type, evs[i].event_id));
   }
   auto started = std::chrono::steady_clock::now();
-  std::vector<persistence::apply_outcome> outcomes;
+  std::vector<apply_outcome> outcomes;
   try {
     outcomes = applier->apply_batch(evs, positions, [&] {
       // Each event keeps its own crash decision; any of them rolls back the
@@ -466,7 +466,7 @@ partition_worker(caf::stateful_actor<partition_worker_state>* self,
                  caf::actor group_member) {
   log_crashes(self, consumer + " partition " + std::to_string(partition));
   auto& st = self->state;
-  st.applier = std::make_unique<persistence::event_applier>(
+  st.applier = std::make_unique<event_applier>(
     ctx->dsn, ctx->consumers.at(consumer));
   st.dlq = std::make_unique<dlq_operations>(
     ctx->dsn, ctx->brokers, ctx->cfg.kafka.delivery_timeout_ms, ctx->faults);

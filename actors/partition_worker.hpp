@@ -4,7 +4,7 @@
 #include "actors/dlq_operations.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "messages/events.hpp"
-#include "persistence/event_applier.hpp"
+#include "consumers/event_applier.hpp"
 
 #include <caf/all.hpp>
 
@@ -55,7 +55,7 @@ struct failure {
 /// them. Blocking (libpq, librdkafka), so detached.
 struct partition_worker_state {
   context_ptr ctx;
-  std::unique_ptr<persistence::event_applier> applier;
+  std::unique_ptr<event_applier> applier;
   std::unique_ptr<dlq_operations> dlq;
   std::unique_ptr<kafka::outbox_producer> dlq_producer;
   std::optional<std::set<std::string>> parked_orders; ///< candidates
@@ -103,7 +103,7 @@ struct partition_worker_state {
   void finish_front(caf::event_based_actor* self);
   /// Metrics, trace hops and (for a suppressed duplicate) the recovery
   /// journal line of one applied, suppressed or deferred delivery.
-  void note(const order_event& ev, persistence::apply_outcome outcome,
+  void note(const order_event& ev, apply_outcome outcome,
             const partition_record& rec);
   /// Parks `rec` in the DLQ; false if the DLQ did not acknowledge it or the
   /// entry could not be stored (the record is then retried).

@@ -1,7 +1,7 @@
 #include "bench/sql_baselines.hpp"
 
 #include "persistence/connection.hpp"
-#include "persistence/event_applier.hpp"
+#include "consumers/event_applier.hpp"
 #include "persistence/lock_classes.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/order_store.hpp"
@@ -13,6 +13,7 @@
 
 namespace ef::bench {
 
+// The API and relay statements are persistence/, the consumers' ef::sql.
 namespace sql = persistence::sql;
 
 namespace {
@@ -191,18 +192,18 @@ std::string consumer_script(long seeded_orders, int clients,
   auto consumer = "'fulfillment'";
   s += "BEGIN;\n";
   s += command(bind(
-    sql::mark, {{1, consumer}, {2, events}, {3, partitions}, {4, offsets}}));
+    ef::sql::mark, {{1, consumer}, {2, events}, {3, partitions}, {4, offsets}}));
   s +=
-    command(bind(sql::lock_orders,
+    command(bind(ef::sql::lock_orders,
                  {{1, std::to_string(persistence::consumer_order_lock_class)},
                   {2, consumer},
                   {3, orders}}));
-  s += command(bind(sql::read_orders, {{1, orders}}));
-  s += command(bind(sql::order_history, {{1, consumer}, {2, orders}}));
-  s += command(bind(sql::order_effects, {{1, consumer}, {2, orders}}));
+  s += command(bind(ef::sql::read_orders, {{1, orders}}));
+  s += command(bind(ef::sql::order_history, {{1, consumer}, {2, orders}}));
+  s += command(bind(ef::sql::order_effects, {{1, consumer}, {2, orders}}));
   s += command(
-    bind(sql::set_statuses, {{1, orders}, {2, "ARRAY[" + statuses + "]"}}));
-  s += command(bind(sql::insert_effects, {{1, consumer},
+    bind(ef::sql::set_statuses, {{1, orders}, {2, "ARRAY[" + statuses + "]"}}));
+  s += command(bind(ef::sql::insert_effects, {{1, consumer},
                                           {2, events},
                                           {3, orders},
                                           {4, "ARRAY[" + kinds + "]"},

@@ -5,7 +5,7 @@
 namespace ef::bench {
 
 /// pgbench baselines over the very SQL EventForge runs
-/// (persistence::sql::*), in a scratch copy of the schema so that their rows
+/// (sql::*), in a scratch copy of the schema so that their rows
 /// never reach the pipeline.
 ///
 /// The statements are the hot paths' own texts; only their parameters

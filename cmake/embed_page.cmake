@@ -22,7 +22,7 @@ foreach(entry IN LISTS assets)
 endforeach()
 file(WRITE "${OUT}.tmp"
 "// Generated from app/page/ by cmake/embed_page.cmake; do not edit.
-#include \"app/page_assets.hpp\"
+#include \"app/page/assets.hpp\"
 
 namespace ef::app {
 

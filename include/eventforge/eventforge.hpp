@@ -21,6 +21,6 @@
 
 // The embedded defaults (private PostgreSQL, in-process Kafka-protocol
 // broker when none is configured), quiescence and the invariant verifier.
-#include "app/pipeline_host.hpp"
-#include "app/runtime.hpp"
-#include "app/verifier.hpp"
+#include "app/tools/pipeline_host.hpp"
+#include "app/embedded/runtime.hpp"
+#include "app/tools/verifier.hpp"

@@ -2,7 +2,7 @@
 // the report, and the database afterwards holds exactly what the report
 // says was written, each event applied once by each consumer.
 
-#include "app/bench_runner.hpp"
+#include "app/tools/bench_runner.hpp"
 #include "tests/support/harness.hpp"
 
 #include <catch2/catch.hpp>

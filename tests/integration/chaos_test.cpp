@@ -1,7 +1,7 @@
 // Chaos at two levels: `eventforge chaos` (crash points inside one process)
 // and whole processes SIGKILLed while another keeps working.
 
-#include "app/verifier.hpp"
+#include "app/tools/verifier.hpp"
 #include "tests/support/harness.hpp"
 
 #include <catch2/catch.hpp>

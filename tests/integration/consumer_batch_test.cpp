@@ -7,7 +7,7 @@
 #include "kafka/offsets.hpp"
 #include "messages/events.hpp"
 #include "messages/ids.hpp"
-#include "persistence/event_applier.hpp"
+#include "consumers/event_applier.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/order_store.hpp"
 #include "tests/support/harness.hpp"
@@ -43,9 +43,9 @@ TEST_CASE("a_batch_applies_each_event_behind_its_own_mark_in_order_and_"
   auto o2x = orders.cancel(o2.order_id, "");
   auto o3 = orders.create({"cat", {{"book", 1, 300}}, "", "", ""});
   auto o4 = orders.create({"dan", {{"book", 1, 400}}, "", "", ""});
-  persistence::event_applier billing(db.dsn(), "billing");
+  event_applier billing(db.dsn(), "billing");
   REQUIRE(billing.apply(event_of(db, o1.event_id)) ==
-          persistence::apply_outcome::applied);
+          apply_outcome::applied);
   auto ghost = event_of(db, o4.event_id);
   ghost.event_id = new_uuid_v7();
   ghost.order_id = new_uuid_v7(); // an order this database never saw
@@ -53,7 +53,7 @@ TEST_CASE("a_batch_applies_each_event_behind_its_own_mark_in_order_and_"
     billing.apply_batch({event_of(db, o1.event_id), event_of(db, o2.event_id),
                          event_of(db, o2x.event_id), event_of(db, o3.event_id),
                          ghost, event_of(db, o4.event_id)});
-  using ao = persistence::apply_outcome;
+  using ao = apply_outcome;
   CHECK(outcomes ==
         std::vector<ao>{ao::duplicate, ao::applied, ao::applied, ao::applied});
   // Durable state: one mark and one effect per applied event, in order,

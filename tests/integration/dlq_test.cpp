@@ -1,7 +1,7 @@
 // Retries, the dead-letter queue and ID-preserving replay, on real
 // PostgreSQL and the Kafka protocol. One partition, so order is observable.
 
-#include "app/verifier.hpp"
+#include "app/tools/verifier.hpp"
 #include "config/options.hpp"
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"

@@ -2,7 +2,7 @@
 // point fires (a real actor failure), the supervisor restarts the actor, and
 // the durable outcome is checked from rows and committed offsets.
 
-#include "app/verifier.hpp"
+#include "app/tools/verifier.hpp"
 #include "kafka/offsets.hpp"
 #include "tests/support/harness.hpp"
 

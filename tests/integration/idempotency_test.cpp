@@ -3,7 +3,7 @@
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "messages/ids.hpp"
-#include "persistence/event_applier.hpp"
+#include "consumers/event_applier.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/order_store.hpp"
 #include "tests/support/harness.hpp"
@@ -80,15 +80,15 @@ TEST_CASE("concurrent_deliveries_of_one_event_to_two_workers_give_one_mark_"
     std::atomic<int> applied{0}, duplicates{0};
     std::atomic<int> ready{0};
     auto worker = [&] {
-      persistence::event_applier applier(db.dsn(), consumer);
+      event_applier applier(db.dsn(), consumer);
       ++ready;
       while (ready < 2)
         std::this_thread::yield();
       for (auto& ev : events) {
         auto outcome = applier.apply(ev);
-        if (outcome == persistence::apply_outcome::applied)
+        if (outcome == apply_outcome::applied)
           ++applied;
-        else if (outcome == persistence::apply_outcome::duplicate)
+        else if (outcome == apply_outcome::duplicate)
           ++duplicates;
       }
     };
@@ -164,8 +164,8 @@ TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
     created.event_id, order_created_type, created.order_id, "", "{}", ""};
   order_event cancel_ev{
     cancelled.event_id, order_cancelled_type, created.order_id, "", "{}", ""};
-  persistence::event_applier billing(db.dsn(), "billing");
-  persistence::event_applier fulfillment(db.dsn(), "fulfillment");
+  event_applier billing(db.dsn(), "billing");
+  event_applier fulfillment(db.dsn(), "fulfillment");
   // The create sits in the DLQ of both consumers (parked, then replayed):
   // the only way a cancel gets ahead of its create.
   for (auto consumer : {"billing", "fulfillment"})
@@ -177,10 +177,10 @@ TEST_CASE("cancel_seen_before_its_order_moves_no_money_and_the_late_create_"
             created.order_id +
             "', '', 'db_permanent', 'x', 'x', 1, 'orders', 0, 0, now(), "
             "now(), 'replayed')");
-  CHECK(billing.apply(cancel_ev) == persistence::apply_outcome::applied);
-  CHECK(billing.apply(create_ev) == persistence::apply_outcome::applied);
-  CHECK(fulfillment.apply(cancel_ev) == persistence::apply_outcome::applied);
-  CHECK(fulfillment.apply(create_ev) == persistence::apply_outcome::applied);
+  CHECK(billing.apply(cancel_ev) == apply_outcome::applied);
+  CHECK(billing.apply(create_ev) == apply_outcome::applied);
+  CHECK(fulfillment.apply(cancel_ev) == apply_outcome::applied);
+  CHECK(fulfillment.apply(create_ev) == apply_outcome::applied);
   CHECK(db.scalar<std::string>(
           "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
           "WHERE consumer = 'billing'") == "refund_skipped,debit_skipped");
@@ -207,11 +207,11 @@ TEST_CASE("cancel_whose_create_this_consumer_never_applied_is_deferred_and_"
     created.event_id, order_created_type, created.order_id, "", "{}", ""};
   order_event cancel_ev{
     cancelled.event_id, order_cancelled_type, created.order_id, "", "{}", ""};
-  persistence::event_applier billing(db.dsn(), "billing");
-  persistence::event_applier fulfillment(db.dsn(), "fulfillment");
+  event_applier billing(db.dsn(), "billing");
+  event_applier fulfillment(db.dsn(), "fulfillment");
   // Fulfillment had applied the create; billing had not.
-  REQUIRE(fulfillment.apply(create_ev) == persistence::apply_outcome::applied);
-  CHECK(billing.apply(cancel_ev) == persistence::apply_outcome::deferred);
+  REQUIRE(fulfillment.apply(create_ev) == apply_outcome::applied);
+  CHECK(billing.apply(cancel_ev) == apply_outcome::deferred);
   CHECK(db.scalar<int>("SELECT count(*) FROM processed_events WHERE consumer "
                        "= 'billing'") == 0);
   CHECK(db.scalar<int>("SELECT count(*) FROM business_effects WHERE consumer "
@@ -219,10 +219,10 @@ TEST_CASE("cancel_whose_create_this_consumer_never_applied_is_deferred_and_"
   CHECK(db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS NULL "
                        "AND republish_count = 1") == 2);
   // Fulfillment has nothing missing before the cancel: it applies it.
-  CHECK(fulfillment.apply(cancel_ev) == persistence::apply_outcome::applied);
+  CHECK(fulfillment.apply(cancel_ev) == apply_outcome::applied);
   // Republished in seq order, billing applies both, in order.
-  CHECK(billing.apply(create_ev) == persistence::apply_outcome::applied);
-  CHECK(billing.apply(cancel_ev) == persistence::apply_outcome::applied);
+  CHECK(billing.apply(create_ev) == apply_outcome::applied);
+  CHECK(billing.apply(cancel_ev) == apply_outcome::applied);
   CHECK(db.scalar<std::string>(
           "SELECT string_agg(kind, ',' ORDER BY id) FROM business_effects "
           "WHERE consumer = 'billing'") == "debit,refund");

@@ -2,7 +2,7 @@
 // restart on the embedded defaults (a new, empty in-process broker) and a log
 // trimmed under running consumers. The outbox is the source of truth.
 
-#include "app/verifier.hpp"
+#include "app/tools/verifier.hpp"
 #include "kafka/broker_probe.hpp"
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"

@@ -2,7 +2,7 @@
 // table (its own migration), handling one event type, run beside the
 // built-in consumers through crashes and redeliveries.
 
-#include "app/verifier.hpp"
+#include "app/tools/verifier.hpp"
 #include "consumers/consumer_registry.hpp"
 #include "tests/support/harness.hpp"
 

@@ -1,7 +1,7 @@
 // The verifier must be able to fail: corrupt durable state on purpose and
 // see each invariant violation reported with the IDs involved.
 
-#include "app/verifier.hpp"
+#include "app/tools/verifier.hpp"
 #include "kafka/event_record.hpp"
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"

@@ -1,6 +1,6 @@
 #include "tests/support/harness.hpp"
 
-#include "app/pipeline_host.hpp"
+#include "app/tools/pipeline_host.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/atoms.hpp"
 

@@ -5,7 +5,7 @@
 
 #include "actors/chaos.hpp"
 #include "actors/eventforge.hpp"
-#include "app/http_frontend.hpp"
+#include "app/http/frontend.hpp"
 #include "config/settings.hpp"
 #include "kafka/embedded_broker.hpp"
 #include "persistence/embedded_postgres.hpp"

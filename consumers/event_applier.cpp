@@ -1,4 +1,4 @@
-#include "persistence/event_applier.hpp"
+#include "consumers/event_applier.hpp"
 
 #include "consumers/consumer_registry.hpp"
 #include "persistence/connection.hpp"
@@ -10,7 +10,16 @@
 #include <set>
 #include <stdexcept>
 
-namespace ef::persistence {
+namespace ef {
+
+// The store side of the transaction: sessions, classified errors and array
+// parameters from persistence/.
+using persistence::array_literal;
+using persistence::consumer_order_lock_class;
+using persistence::db_errc;
+using persistence::db_error;
+using persistence::rethrow_as_db_error;
+using persistence::session;
 
 // In offset order, so two overlapping workers wait for each other's marks in
 // the same order.
@@ -334,4 +343,4 @@ event_applier::apply_batch(const std::vector<order_event>& evs,
   });
 }
 
-} // namespace ef::persistence
+} // namespace ef

@@ -1,4 +1,4 @@
-#include "app/verifier.hpp"
+#include "app/tools/verifier.hpp"
 
 #include "kafka/event_record.hpp"
 #include "kafka/offsets.hpp"

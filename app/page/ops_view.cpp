@@ -1,4 +1,4 @@
-#include "app/ops_view.hpp"
+#include "app/page/ops_view.hpp"
 #include "messages/dlq_messages.hpp"
 
 #include "kafka/offsets.hpp"

@@ -1,4 +1,4 @@
-#include "app/recovery_view.hpp"
+#include "app/page/recovery_view.hpp"
 #include "messages/dlq_messages.hpp"
 
 #include "kafka/offsets.hpp"

@@ -1,4 +1,4 @@
-#include "app/runtime.hpp"
+#include "app/embedded/runtime.hpp"
 
 #include "config/options.hpp"
 #include "persistence/dsn.hpp"

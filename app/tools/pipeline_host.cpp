@@ -1,4 +1,4 @@
-#include "app/pipeline_host.hpp"
+#include "app/tools/pipeline_host.hpp"
 
 #include "kafka/offsets.hpp"
 #include "persistence/invariant_queries.hpp"

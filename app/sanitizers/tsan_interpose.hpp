@@ -1,7 +1,7 @@
 #pragma once
 
 // TSan builds only: what the interposers of CAF member functions share
-// (app/tsan_caf_mailbox.cpp, app/tsan_caf_logger.cpp).
+// (app/sanitizers/tsan_caf_mailbox.cpp, app/sanitizers/tsan_caf_logger.cpp).
 
 #include <dlfcn.h>
 

@@ -3,7 +3,7 @@
 #include "actors/chaos.hpp"
 #include "actors/eventforge.hpp"
 #include "actors/telemetry.hpp"
-#include "app/http_frontend.hpp"
+#include "app/http/frontend.hpp"
 #include "config/settings.hpp"
 
 #include <caf/all.hpp>

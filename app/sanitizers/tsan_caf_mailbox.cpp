@@ -13,7 +13,7 @@
 // vtables and calls bind to them; each annotates, then calls the library's
 // own definition (found with dlsym(RTLD_NEXT)).
 
-#include "app/tsan_interpose.hpp"
+#include "app/sanitizers/tsan_interpose.hpp"
 
 #include <caf/all.hpp>
 

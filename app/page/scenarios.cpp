@@ -1,4 +1,4 @@
-#include "app/demo_scenarios.hpp"
+#include "app/page/scenarios.hpp"
 
 #include "kafka/offsets.hpp"
 #include "messages/api_error.hpp"

@@ -6,9 +6,9 @@
 // starting, an API worker) rehash that map "at the same time". The lock is
 // real; these interposers tell TSan about it: entering either accessor
 // acquires on the logger, leaving it releases, which is how TSan models a
-// lock. See app/tsan_caf_mailbox.cpp for how interposing works.
+// lock. See app/sanitizers/tsan_caf_mailbox.cpp for how interposing works.
 
-#include "app/tsan_interpose.hpp"
+#include "app/sanitizers/tsan_interpose.hpp"
 
 #include <caf/logger.hpp>
 

@@ -1,8 +1,8 @@
-#include "app/bench_runner.hpp"
+#include "app/tools/bench_runner.hpp"
 
-#include "app/pipeline_host.hpp"
-#include "app/runtime.hpp"
-#include "app/verifier.hpp"
+#include "app/tools/pipeline_host.hpp"
+#include "app/embedded/runtime.hpp"
+#include "app/tools/verifier.hpp"
 #include "bench/e2e_latency.hpp"
 #include "bench/http_load.hpp"
 #include "bench/pgbench.hpp"

@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
-namespace ef::persistence {
+namespace ef {
 
+namespace persistence {
 class session;
+}
 
 /// SQL text a consumer runs for a transaction's events, exposed so that
 /// `eventforge bench` hands the very same statements to pgbench. Each takes
@@ -97,7 +99,7 @@ public:
 private:
   consumer_ptr consumer_;
   std::string name_;
-  std::unique_ptr<session> db_;
+  std::unique_ptr<persistence::session> db_;
 };
 
-} // namespace ef::persistence
+} // namespace ef

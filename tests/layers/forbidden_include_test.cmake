@@ -1,0 +1,48 @@
+# The build's layer check (cmake/check_layers.cmake, run by every build as
+# the target ef_layer_check) on a copy of the source tree:
+#   1. the tree as it is passes;
+#   2. one persistence file that includes an actor header fails, naming the
+#      file, the line and what persistence/ may include;
+#   3. so does a persistence file that includes a consumer header.
+#   cmake -DROOT=<source dir> -DWORK=<scratch dir> "-DRULES=..." -P this
+cmake_minimum_required(VERSION 3.22)
+
+function(run_check root expect_ok what)
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -DROOT=${root} "-DRULES=${RULES}" -P
+            ${ROOT}/cmake/check_layers.cmake
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(expect_ok AND NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what}: the check failed on a clean tree:\n${err}")
+  endif()
+  if(NOT expect_ok AND rc EQUAL 0)
+    message(FATAL_ERROR "${what}: the check passed a forbidden include")
+  endif()
+  set(check_output "${err}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE "${WORK}")
+foreach(dir messages config persistence kafka consumers actors bench app)
+  file(COPY "${ROOT}/${dir}" DESTINATION "${WORK}")
+endforeach()
+run_check("${WORK}" TRUE "the tree as it is")
+
+foreach(header "actors/supervisor.hpp" "consumers/consumer.hpp")
+  file(READ "${ROOT}/persistence/order_store.cpp" original)
+  file(WRITE "${WORK}/persistence/order_store.cpp"
+       "#include \"${header}\"\n${original}")
+  run_check("${WORK}" FALSE "persistence including ${header}")
+  set(expected "persistence/order_store.cpp:1 includes \"${header}\"")
+  string(FIND "${check_output}" "${expected}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the check did not name the file and line "
+                        "(${expected}):\n${check_output}")
+  endif()
+  string(FIND "${check_output}" "persistence/ may include only: persistence, messages, config" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the check did not say what persistence/ may "
+                        "include:\n${check_output}")
+  endif()
+  file(WRITE "${WORK}/persistence/order_store.cpp" "${original}")
+endforeach()
+message(STATUS "the layer check passes the tree and refuses both includes")
