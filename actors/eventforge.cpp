@@ -9,6 +9,7 @@
 #include "actors/relay_shard.hpp"
 #include "actors/repairer.hpp"
 #include "actors/supervisor.hpp"
+#include "config/backoff.hpp"
 #include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
 #include "persistence/dsn.hpp"
@@ -227,7 +228,9 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
       spdlog::info("applied {} migration(s) of consumer {}, now at version {}",
                    own.size(), name, own.back());
   }
-  auto journal = std::make_shared<persistence::recovery_journal>(dsn);
+  // The journal waits for the database as a partition actor does.
+  auto journal = std::make_shared<persistence::recovery_journal>(
+    dsn, 10000, config::retry_backoff(cfg));
   journal->on_drop([metrics](std::uint64_t n) {
     metrics->add("recovery_journal_dropped_total", {}, n);
   });

@@ -59,18 +59,6 @@ failure classify(const persistence::db_error& e) {
 
 } // namespace
 
-std::chrono::milliseconds partition_worker_state::backoff() const {
-  // Exponential with "equal jitter": half fixed, half random, so retries of
-  // many partitions after one outage do not arrive in lockstep.
-  thread_local std::mt19937 rng{std::random_device{}()};
-  auto& c = ctx->cfg.consumer;
-  auto exp = std::min<long>(static_cast<long>(c.backoff_initial_ms)
-                              << std::min(failures_in_a_row - 1, 20),
-                            c.backoff_max_ms);
-  std::uniform_int_distribution<long> half(0, exp / 2);
-  return std::chrono::milliseconds(exp - exp / 2 + half(rng));
-}
-
 bool partition_worker_state::blocked_behind_parked(const order_event& ev,
                                                    const partition_record& rec,
                                                    failure& why) {
@@ -196,8 +184,7 @@ void partition_worker_state::finish_front(caf::event_based_actor* self) {
   pending.pop_front();
 }
 
-void partition_worker_state::note(const order_event& ev,
-                                  apply_outcome outcome,
+void partition_worker_state::note(const order_event& ev, apply_outcome outcome,
                                   const partition_record& rec) {
   telemetry::labels who{{"consumer", consumer}};
   auto& trace = rec.header(record_header::traceparent);
@@ -414,12 +401,13 @@ partition_worker_state::drain(caf::event_based_actor* self) {
     auto& rec = pending.front();
     auto fail = attempt(rec);
     if (fail) {
-      ++failures_in_a_row;
+      // Exponential, with jitter, so retries of many partitions after one
+      // outage do not arrive in lockstep.
+      auto delay = retry_wait->failed();
       if (first_failure_at.empty())
         first_failure_at = now_rfc3339();
       if (fail->outage) {
         ctx->metrics->add("consumer_retries_total", {{"consumer", consumer}});
-        auto delay = backoff();
         // Once per outage at warn; its later retries only at debug.
         spdlog::log(in_outage ? spdlog::level::debug : spdlog::level::warn,
                     "{} p{} offset {}: {}; retrying every {} ms or less "
@@ -438,12 +426,12 @@ partition_worker_state::drain(caf::event_based_actor* self) {
         spdlog::info("{} p{} offset {}: attempt {} failed ({}: {}); retrying",
                      consumer, partition, rec.offset, attempts, fail->kind,
                      fail->message);
-        return backoff();
+        return delay;
       }
       std::string error;
       auto ev = kafka::decode_value(rec.value, rec.key, error);
       if (!park(rec, ev ? &*ev : nullptr, *fail))
-        return backoff(); // the DLQ is unreachable: keep the record
+        return delay; // the DLQ is unreachable: keep the record
     }
     if (in_outage) {
       spdlog::info("{} p{}: the database is back; offset {} is through",
@@ -451,7 +439,7 @@ partition_worker_state::drain(caf::event_based_actor* self) {
       in_outage = false;
     }
     attempts = 0;
-    failures_in_a_row = 0;
+    retry_wait->succeeded();
     first_failure_at.clear();
     if (singles_left > 0)
       --singles_left;
@@ -466,10 +454,11 @@ partition_worker(caf::stateful_actor<partition_worker_state>* self,
                  caf::actor group_member) {
   log_crashes(self, consumer + " partition " + std::to_string(partition));
   auto& st = self->state;
-  st.applier = std::make_unique<event_applier>(
-    ctx->dsn, ctx->consumers.at(consumer));
+  st.applier =
+    std::make_unique<event_applier>(ctx->dsn, ctx->consumers.at(consumer));
   st.dlq = std::make_unique<dlq_operations>(
     ctx->dsn, ctx->brokers, ctx->cfg.kafka.delivery_timeout_ms, ctx->faults);
+  st.retry_wait.emplace(config::retry_backoff(ctx->cfg));
   st.ctx = std::move(ctx);
   st.group_member = std::move(group_member);
   st.consumer = std::move(consumer);

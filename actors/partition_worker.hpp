@@ -2,9 +2,10 @@
 
 #include "actors/context.hpp"
 #include "actors/dlq_operations.hpp"
+#include "config/backoff.hpp"
+#include "consumers/event_applier.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "messages/events.hpp"
-#include "consumers/event_applier.hpp"
 
 #include <caf/all.hpp>
 
@@ -72,9 +73,9 @@ struct partition_worker_state {
   /// Failed attempts at the front record that count towards
   /// consumer.max-attempts (an outage does not).
   int attempts = 0;
-  /// Failed attempts at the front record in a row, outages included: the
-  /// exponent of the backoff.
-  int failures_in_a_row = 0;
+  /// Waits between attempts at the front record, outages included
+  /// (consumer.backoff-*); a success starts afresh.
+  std::optional<config::backoff> retry_wait;
   /// The front record waits for the database: logged once at warn.
   bool in_outage = false;
   /// A suppressed duplicate was recorded in the recovery journal and must
@@ -117,7 +118,6 @@ struct partition_worker_state {
   /// (true) instead of crashing the actor.
   bool blocked_behind_parked_or_unknown(const order_event& ev,
                                         const partition_record& rec);
-  std::chrono::milliseconds backoff() const;
 
   static inline const char* name = "partition";
 };

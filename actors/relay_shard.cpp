@@ -17,7 +17,6 @@ namespace {
 /// so exit messages are handled promptly.
 constexpr auto listen_slice = 200ms;
 /// Pause after a failed publish before the rows are tried again.
-constexpr auto publish_backoff = 500ms;
 /// How often a non-owner checks whether the shard became free.
 constexpr auto ownership_retry = 1000ms;
 /// How often the lead over the consumers is measured.
@@ -107,8 +106,9 @@ std::chrono::milliseconds relay_shard_state::round() {
     notified = true;
   if (!publish(rows)) {
     notified = true;
-    return publish_backoff;
+    return publish_wait->failed();
   }
+  publish_wait->succeeded();
   return 0ms;
 }
 
@@ -210,6 +210,7 @@ caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
   st.shard = shard;
   st.batch_size = ctx->cfg.relay.batch_size;
   st.poll_interval = std::chrono::milliseconds(ctx->cfg.relay.poll_interval_ms);
+  st.publish_wait.emplace(config::publish_backoff(ctx->cfg));
   st.ctx = std::move(ctx);
   // A drain is handled between rounds: the batch in flight is marked.
   return round_loop(self);

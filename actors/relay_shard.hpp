@@ -1,11 +1,14 @@
 #pragma once
 
 #include "actors/context.hpp"
+#include "config/backoff.hpp"
 #include "kafka/broker_probe.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "persistence/outbox_store.hpp"
 
 #include <caf/all.hpp>
+
+#include <optional>
 
 #include <chrono>
 #include <memory>
@@ -35,6 +38,8 @@ struct relay_shard_state {
   std::chrono::steady_clock::time_point next_lead_check{};
   std::string lead_block;  ///< why publishing waits; empty: it does not
   double record_bytes = 0; ///< moving average of a published record's size
+  /// Waits after a batch the broker refused rows of (relay.publish-backoff-*).
+  std::optional<config::backoff> publish_wait;
 
   /// One step of the loop; returns the delay before the next step.
   std::chrono::milliseconds round();

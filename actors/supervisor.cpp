@@ -12,7 +12,7 @@ namespace ef {
 
 void supervisor_state::start(size_t index) {
   auto& c = children[index];
-  c.started = std::chrono::steady_clock::now();
+  c.restarts.began();
   c.current = c.spec.spawn(self);
   report_down();
 }
@@ -69,13 +69,18 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
     c.last_crash = em.reason;
     ctx->metrics->add("actor_restarts_total",
                       {{"kind", c.spec.kind}, {"reason", reason}});
+    // Exponential backoff per child, so a dependency outage (database down)
+    // does not spin a core. A child that stayed up for
+    // supervisor.restart-healthy-after-ms was healthy: its next crash starts
+    // the backoff afresh, so only crash loops climb to the cap.
+    auto delay = c.restarts.failed();
     // A database outage restarts its children again and again until it
     // ends: warn at the first crash of a row, the rest at debug.
-    spdlog::log(is_outage(em.reason) && c.consecutive_crashes > 0
+    spdlog::log(is_outage(em.reason) && c.restarts.failures_in_a_row() > 1
                   ? spdlog::level::debug
                   : spdlog::level::warn,
-                "{}: {} crashed ({}); restarting", label, c.spec.name,
-                self->system().render(em.reason));
+                "{}: {} crashed ({}); restarting in {} ms", label, c.spec.name,
+                self->system().render(em.reason), delay.count());
     // An outage of the database is waited out here: restarting our own
     // supervisor would not bring it back, so it never counts towards
     // escalation (the backoff below still paces the restarts).
@@ -83,19 +88,6 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
       throw std::runtime_error(label + ": restart intensity exceeded after " +
                                c.spec.name + " crashed (" +
                                self->system().render(em.reason) + ")");
-    // Exponential backoff per child, so a dependency outage (database down)
-    // does not spin a core or burn the restart intensity at once.
-    // A child that stayed up for a second was healthy: its next crash starts
-    // the backoff afresh. Only crash loops (a dependency down, a poisoned
-    // start-up) climb towards the 5 s ceiling.
-    auto now = std::chrono::steady_clock::now();
-    if (now - c.started > std::chrono::seconds(1))
-      c.consecutive_crashes = 0;
-    auto first =
-      std::chrono::milliseconds(ctx->cfg.supervisor.restart_backoff_ms);
-    auto delay = std::min<std::chrono::milliseconds>(
-      first * (1 << std::min(c.consecutive_crashes++, 7)),
-      std::chrono::seconds(5));
     self->delayed_send(self, delay, restart_atom::value,
                        static_cast<std::uint64_t>(i));
     return true;
@@ -174,7 +166,11 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
     std::chrono::seconds(ctx->cfg.supervisor.restart_window_s));
   st.ctx = std::move(ctx);
   for (auto& spec : children)
-    st.children.push_back({std::move(spec), {}, 0, {}, {}});
+    st.children.push_back(
+      {std::move(spec),
+       {},
+       config::backoff(config::restart_backoff(st.ctx->cfg)),
+       {}});
   for (size_t i = 0; i < st.children.size(); ++i)
     st.start(i);
   self->set_exit_handler([self](caf::exit_msg& em) {

@@ -2,6 +2,7 @@
 
 #include "actors/context.hpp"
 #include "actors/restart_policy.hpp"
+#include "config/backoff.hpp"
 #include "messages/control_messages.hpp"
 
 #include <caf/all.hpp>
@@ -34,8 +35,9 @@ struct supervisor_state {
   struct child {
     child_spec spec;
     caf::actor current; ///< invalid while waiting for a restart
-    int consecutive_crashes = 0;
-    std::chrono::steady_clock::time_point started{};
+    /// supervisor.restart-* (config/backoff.hpp): doubles per crash in a
+    /// row, afresh after a healthy spell.
+    config::backoff restarts;
     /// Why it last crashed, for the journal line of its restart.
     caf::error last_crash;
   };
@@ -43,6 +45,7 @@ struct supervisor_state {
   context_ptr ctx;
   std::string label; ///< for logs, e.g. "relays"
   std::vector<child> children;
+  /// The restart intensity (escalation), shared by all children.
   std::optional<restart_policy> restarts;
   size_t next_router = 0;
   /// Set once whoever owns us asked us to stop: children are stopped, none

@@ -31,7 +31,8 @@ public:
   using clock = std::chrono::steady_clock;
 
   /// `seed` fixes the jitter (tests); by default it is random.
-  explicit backoff(backoff_policy p, std::uint64_t seed = std::random_device{}());
+  explicit backoff(backoff_policy p,
+                   std::uint64_t seed = std::random_device{}());
 
   /// An attempt (a start, a run) began at `now`: if it is still healthy
   /// policy.reset_after later, its next failure starts a new run.
@@ -55,5 +56,18 @@ private:
   int failures_ = 0;
   clock::time_point began_{};
 };
+
+struct settings;
+
+/// The policies of the configuration, one per kind of retry.
+/// Supervisors (and the group member for its partition actors) restarting a
+/// crashed child: supervisor.restart-*.
+backoff_policy restart_backoff(const settings& s);
+/// A partition actor retrying a record, and the recovery journal retrying a
+/// write: both wait for the database (consumer.backoff-*).
+backoff_policy retry_backoff(const settings& s);
+/// A relay publishing again after the broker refused rows:
+/// relay.publish-backoff-*.
+backoff_policy publish_backoff(const settings& s);
 
 } // namespace ef::config

@@ -161,6 +161,15 @@ std::optional<std::string> consumer_name(const std::string& name) {
 }
 
 option probability_opt(std::string key, field_ref<double> field,
+                       std::string description);
+
+/// A share in [0, 1] (a jitter).
+option share_opt(std::string key, field_ref<double> field,
+                 std::string description) {
+  return probability_opt(std::move(key), field, std::move(description));
+}
+
+option probability_opt(std::string key, field_ref<double> field,
                        std::string description) {
   option o;
   o.key = std::move(key);
@@ -371,6 +380,15 @@ std::vector<option> make_options() {
     "relay.poll-interval-ms",
     [](settings& s) -> int& { return s.relay.poll_interval_ms; }, 10, 3600000,
     "fallback poll when no NOTIFY arrives"));
+  v.push_back(int_opt<int>(
+    "relay.publish-backoff-ms",
+    [](settings& s) -> int& { return s.relay.publish_backoff_ms; }, 0, 600000,
+    "first wait before a relay publishes again after the broker refused "
+    "rows of a batch; doubles up to relay.publish-backoff-max-ms"));
+  v.push_back(int_opt<int>(
+    "relay.publish-backoff-max-ms",
+    [](settings& s) -> int& { return s.relay.publish_backoff_max_ms; }, 0,
+    3600000, "longest wait between a relay's publish attempts"));
   v.push_back(int_opt<std::int64_t>(
     "relay.max-lead-bytes",
     [](settings& s) -> std::int64_t& { return s.relay.max_lead_bytes; }, 0,
@@ -429,6 +447,12 @@ std::vector<option> make_options() {
     "consumer.backoff-max-ms",
     [](settings& s) -> int& { return s.consumer.backoff_max_ms; }, 1, 3600000,
     "largest delay between retries of one record"));
+  v.push_back(share_opt(
+    "consumer.backoff-jitter",
+    [](settings& s) -> double& { return s.consumer.backoff_jitter; },
+    "share of each retry delay that is random (0: none; 0.5: half fixed, "
+    "half random), so partitions hit by one outage do not retry in "
+    "lockstep"));
   // -- retention -----------------------------------------------------------
   v.push_back(int_opt<int>(
     "outbox.retention",
@@ -471,7 +495,24 @@ std::vector<option> make_options() {
   v.push_back(int_opt<int>(
     "supervisor.restart-backoff-ms",
     [](settings& s) -> int& { return s.supervisor.restart_backoff_ms; }, 0,
-    60000, "delay before a crashed actor is started again"));
+    60000,
+    "delay before a crashed actor is started again the first time; it "
+    "doubles with each crash in a row, up to "
+    "supervisor.restart-backoff-max-ms"));
+  v.push_back(int_opt<int>(
+    "supervisor.restart-backoff-max-ms",
+    [](settings& s) -> int& { return s.supervisor.restart_backoff_max_ms; }, 0,
+    3600000, "longest delay before a crashed actor is started again"));
+  v.push_back(share_opt(
+    "supervisor.restart-backoff-jitter",
+    [](settings& s) -> double& { return s.supervisor.restart_backoff_jitter; },
+    "share of each restart delay that is random (0: none)"));
+  v.push_back(int_opt<int>(
+    "supervisor.restart-healthy-after-ms",
+    [](settings& s) -> int& { return s.supervisor.restart_healthy_after_ms; },
+    0, 3600000,
+    "a child that stayed up this long was healthy: its next crash waits "
+    "supervisor.restart-backoff-ms again"));
   // -- chaos ---------------------------------------------------------------
   v.push_back(list_opt(
     "chaos.points",
@@ -649,6 +690,12 @@ std::optional<std::string> validate(const settings& s) {
   if (s.consumer.backoff_max_ms < s.consumer.backoff_initial_ms)
     return "invalid value for consumer.backoff-max-ms: must be >= "
            "consumer.backoff-initial-ms";
+  if (s.supervisor.restart_backoff_max_ms < s.supervisor.restart_backoff_ms)
+    return "invalid value for supervisor.restart-backoff-max-ms: must be >= "
+           "supervisor.restart-backoff-ms";
+  if (s.relay.publish_backoff_max_ms < s.relay.publish_backoff_ms)
+    return "invalid value for relay.publish-backoff-max-ms: must be >= "
+           "relay.publish-backoff-ms";
   return outlives_rows(
     "processed-events.retention", r.processed_events_s, r.outbox_s, "marks",
     "an outbox row whose mark is gone would be republished and applied "

@@ -63,6 +63,9 @@ struct settings {
     int shards = 4;
     int batch_size = 500;
     int poll_interval_ms = 1000;
+    /// Backoff after a batch some of whose rows the broker refused.
+    int publish_backoff_ms = 100;
+    int publish_backoff_max_ms = 5000;
     /// Bytes a partition may hold beyond the slowest consumer; 0: no limit.
     std::int64_t max_lead_bytes = 2 * 1024 * 1024;
   } relay;
@@ -82,6 +85,7 @@ struct settings {
     int max_attempts = 5;
     int backoff_initial_ms = 100;
     int backoff_max_ms = 5000;
+    double backoff_jitter = 0.5;
   } consumer;
 
   struct retention_section {
@@ -97,6 +101,10 @@ struct settings {
     int max_restarts = 100;
     int restart_window_s = 10;
     int restart_backoff_ms = 50;
+    int restart_backoff_max_ms = 5000;
+    double restart_backoff_jitter = 0;
+    /// A child up this long was healthy: its next crash backs off afresh.
+    int restart_healthy_after_ms = 1000;
   } supervisor;
 
   struct chaos_section {

@@ -68,8 +68,9 @@ const char* to_string(journal_line::kind k) {
   return "?";
 }
 
-recovery_journal::recovery_journal(std::string dsn, size_t max_queued)
-    : dsn_(std::move(dsn)), max_queued_(max_queued) {
+recovery_journal::recovery_journal(std::string dsn, size_t max_queued,
+                                   config::backoff_policy retry)
+    : dsn_(std::move(dsn)), max_queued_(max_queued), retry_(retry) {
   writer_ = std::thread([this] { run(); });
 }
 
@@ -119,7 +120,6 @@ std::uint64_t recovery_journal::dropped() const {
 
 void recovery_journal::run() {
   std::unique_ptr<pqxx::connection> conn;
-  auto retry_delay = std::chrono::milliseconds(200);
   std::unique_lock<std::mutex> lock{mtx_};
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -158,21 +158,27 @@ void recovery_journal::run() {
     if (ok) {
       done_ += batch.size();
       written_.notify_all();
-      retry_delay = std::chrono::milliseconds(200);
+      retry_.succeeded();
       continue;
     }
     // Put them back in front, in order; the bound still holds.
     for (auto i = batch.rbegin(); i != batch.rend(); ++i)
       queue_.push_front(std::move(*i));
+    std::uint64_t over = 0;
     while (queue_.size() > max_queued_) {
       queue_.pop_front();
       ++dropped_;
       ++done_;
+      ++over;
+    }
+    if (over > 0 && on_drop_) {
+      lock.unlock();
+      on_drop_(over);
+      lock.lock();
     }
     if (stopping_)
       return; // the database is down at shutdown: these lines are lost
-    wake_.wait_for(lock, retry_delay, [&] { return stopping_; });
-    retry_delay = std::min(retry_delay * 2, std::chrono::milliseconds(5000));
+    wake_.wait_for(lock, retry_.failed(), [&] { return stopping_; });
   }
 }
 

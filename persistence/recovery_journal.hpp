@@ -1,5 +1,7 @@
 #pragma once
 
+#include "config/backoff.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -36,7 +38,12 @@ const char* to_string(journal_line::kind k);
 /// is back; past the bound the oldest are dropped and counted. Thread-safe.
 class recovery_journal {
 public:
-  explicit recovery_journal(std::string dsn, size_t max_queued = 10000);
+  /// `retry` paces the writes while the database is unreachable.
+  explicit recovery_journal(std::string dsn, size_t max_queued = 10000,
+                            config::backoff_policy retry = {
+                              std::chrono::milliseconds(200),
+                              std::chrono::milliseconds(5000), 0.5,
+                              std::chrono::milliseconds(0)});
 
   /// Writes what is queued (waiting up to `flush_timeout`), then stops.
   ~recovery_journal();
@@ -65,6 +72,7 @@ private:
 
   std::string dsn_;
   size_t max_queued_;
+  config::backoff retry_;
   mutable std::mutex mtx_;
   std::condition_variable wake_;
   std::condition_variable written_;
