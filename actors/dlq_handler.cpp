@@ -117,7 +117,7 @@ void dlq_handler_state::poll_once() {
                    p, offset);
       from_start[p] = -1;
     }
-    consumer->restart_at(from_start);
+    consumer->restart_at(from_start, {});
     lost.clear();
   }
   sweep_replays();
@@ -188,9 +188,8 @@ caf::result<dlq_reply> dlq_handler_state::execute(const dlq_command& cmd) {
     if (!r.ok && !r.pending)
       return make_api_error(api_errc::conflict, r.message, "id");
     auto now = store.get(cmd.id);
-    return dlq_reply{nlohmann::json{{"id", cmd.id},
-                                    {"result", r.message},
-                                    {"status", now ? now->status : ""}}
+    return dlq_reply{nlohmann::json{
+      {"id", cmd.id}, {"result", r.message}, {"status", now ? now->status : ""}}
                        .dump()};
   }
   }

@@ -37,9 +37,9 @@ dlq_operations::outcome dlq_operations::replay(std::int64_t id,
   std::string refused;
   auto e = store_->begin_replay(id, refused);
   if (!e)
-    return {false, refused.empty() ? "no DLQ entry " + std::to_string(id)
-                                   : "DLQ entry " + std::to_string(id) +
-                                       " was " + refused};
+    return {false, refused.empty()
+                     ? "no DLQ entry " + std::to_string(id)
+                     : "DLQ entry " + std::to_string(id) + " was " + refused};
   return publish_replay(*e, actor, action);
 }
 
@@ -52,8 +52,8 @@ dlq_operations::publish_replay(const persistence::dlq_entry& e,
   crash_site site{e.order_key, is_uuid(e.event_id) ? e.event_id : "",
                   e.consumer};
   if (faults_)
-    faults_->check(crash_point::dlq_replay_after_mark_before_publish,
-                   crash_key, site);
+    faults_->check(crash_point::dlq_replay_after_mark_before_publish, crash_key,
+                   site);
   // Step 2.
   std::vector<std::pair<std::string, std::string>> headers{
     {record_header::dlq_replay_of, std::to_string(e.id)}};
@@ -72,14 +72,13 @@ dlq_operations::publish_replay(const persistence::dlq_entry& e,
                             "; stays replaying, published again by the "
                             "DLQ handler");
     return {false,
-            "replay of " + std::to_string(e.id) +
-              " not acknowledged: " + d.error +
-              "; the entry stays replaying and is published again",
+            "replay of " + std::to_string(e.id) + " not acknowledged: " +
+              d.error + "; the entry stays replaying and is published again",
             true};
   }
   if (faults_)
-    faults_->check(crash_point::dlq_replay_after_publish_before_mark,
-                   crash_key, site);
+    faults_->check(crash_point::dlq_replay_after_publish_before_mark, crash_key,
+                   site);
   // Step 3.
   store_->finish_replay(e.id, d.partition, d.offset, action, actor,
                         "published");

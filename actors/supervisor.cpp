@@ -65,29 +65,9 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
       spdlog::info("{}: {} finished", label, c.spec.name);
       return true;
     }
-    auto reason = reason_class(em.reason);
     c.last_crash = em.reason;
-    ctx->metrics->add("actor_restarts_total",
-                      {{"kind", c.spec.kind}, {"reason", reason}});
-    // Exponential backoff per child, so a dependency outage (database down)
-    // does not spin a core. A child that stayed up for
-    // supervisor.restart-healthy-after-ms was healthy: its next crash starts
-    // the backoff afresh, so only crash loops climb to the cap.
-    auto delay = c.restarts.failed();
-    // A database outage restarts its children again and again until it
-    // ends: warn at the first crash of a row, the rest at debug.
-    spdlog::log(is_outage(em.reason) && c.restarts.failures_in_a_row() > 1
-                  ? spdlog::level::debug
-                  : spdlog::level::warn,
-                "{}: {} crashed ({}); restarting in {} ms", label, c.spec.name,
-                self->system().render(em.reason), delay.count());
-    // An outage of the database is waited out here: restarting our own
-    // supervisor would not bring it back, so it never counts towards
-    // escalation (the backoff below still paces the restarts).
-    if (!is_outage(em.reason) && !restarts->allow())
-      throw std::runtime_error(label + ": restart intensity exceeded after " +
-                               c.spec.name + " crashed (" +
-                               self->system().render(em.reason) + ")");
+    auto delay = rules->on_crash(c.spec.kind, c.spec.name, em.reason,
+                                 self->system().render(em.reason), c.restarts);
     self->delayed_send(self, delay, restart_atom::value,
                        static_cast<std::uint64_t>(i));
     return true;
@@ -161,16 +141,10 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
   auto& st = self->state;
   st.self = self;
   st.label = std::move(name);
-  st.restarts.emplace(
-    ctx->cfg.supervisor.max_restarts,
-    std::chrono::seconds(ctx->cfg.supervisor.restart_window_s));
+  st.rules.emplace(ctx->cfg, ctx->metrics, st.label);
   st.ctx = std::move(ctx);
   for (auto& spec : children)
-    st.children.push_back(
-      {std::move(spec),
-       {},
-       config::backoff(config::restart_backoff(st.ctx->cfg)),
-       {}});
+    st.children.push_back({std::move(spec), {}, st.rules->new_backoff(), {}});
   for (size_t i = 0; i < st.children.size(); ++i)
     st.start(i);
   self->set_exit_handler([self](caf::exit_msg& em) {

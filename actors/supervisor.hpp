@@ -1,7 +1,7 @@
 #pragma once
 
 #include "actors/context.hpp"
-#include "actors/restart_policy.hpp"
+#include "actors/restart_rules.hpp"
 #include "config/backoff.hpp"
 #include "messages/control_messages.hpp"
 
@@ -45,8 +45,8 @@ struct supervisor_state {
   context_ptr ctx;
   std::string label; ///< for logs, e.g. "relays"
   std::vector<child> children;
-  /// The restart intensity (escalation), shared by all children.
-  std::optional<restart_policy> restarts;
+  /// Counting, escalation and backoff of crashes (shared by all children).
+  std::optional<restart_rules> rules;
   size_t next_router = 0;
   /// Set once whoever owns us asked us to stop: children are stopped, none
   /// is restarted, and we quit with this reason when the last one is gone.

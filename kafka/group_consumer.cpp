@@ -222,7 +222,8 @@ std::string group_consumer::commit(
   return {};
 }
 
-std::int64_t group_consumer::committed(std::int32_t partition, int timeout_ms) {
+std::int64_t group_consumer::committed(std::int32_t partition) {
+  constexpr int timeout_ms = 5000;
   tp_list l;
   l.v.push_back(RdKafka::TopicPartition::create(impl_->topic, partition));
   auto rc = impl_->consumer->committed(l.v, timeout_ms);
@@ -289,7 +290,8 @@ group_consumer::recent_debug(std::int32_t partition) const {
 }
 
 group_consumer::watermarks
-group_consumer::query_watermarks(std::int32_t partition, int timeout_ms) {
+group_consumer::query_watermarks(std::int32_t partition) {
+  constexpr int timeout_ms = 5000;
   watermarks w;
   auto rc = impl_->consumer->query_watermark_offsets(
     impl_->topic, partition, &w.low, &w.high, timeout_ms);
@@ -312,7 +314,8 @@ void group_consumer::resume(std::int32_t partition) {
   impl_->consumer->resume(l.v);
 }
 
-void group_consumer::close(int timeout_ms) {
+void group_consumer::close() {
+  constexpr int timeout_ms = 5000;
   if (impl_->closed || !impl_->consumer)
     return;
   impl_->closed = true;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "kafka/group_client.hpp"
 #include "messages/events.hpp"
 
 #include <cstdint>
@@ -21,29 +22,10 @@ namespace ef::kafka {
 /// assignment changes are reported through the callbacks, which run inside
 /// poll() on the caller's thread. Not thread-safe: one owner (the group
 /// member actor) calls everything.
-class group_consumer {
+class group_consumer : public group_client {
 public:
-  struct callbacks {
-    /// Partitions just assigned to this member.
-    std::function<void(const std::vector<std::int32_t>&)> assigned;
-    /// Partitions about to be taken away (stop working on them now).
-    std::function<void(const std::vector<std::int32_t>&)> revoked;
-    /// The position of `partition` is not on the broker (trimmed, or a log
-    /// that is new): the client stopped fetching it instead of jumping.
-    /// `offset` is the position it could not read, -1 if the group had none.
-    /// Fetching resumes only after a seek().
-    std::function<void(std::int32_t partition, std::int64_t offset)>
-      position_lost;
-    /// Whether a partition about to be assigned must start paused (a drain
-    /// in progress); unset: none does.
-    std::function<bool(std::int32_t partition)> starts_paused;
-  };
-
-  /// A partition's log as the broker holds it now: [low, high).
-  struct watermarks {
-    std::int64_t low = 0;
-    std::int64_t high = 0;
-  };
+  using callbacks = group_client::callbacks;
+  using watermarks = group_client::watermarks;
 
   /// `debug_contexts`: librdkafka debug contexts (e.g.
   /// "fetch,consumer,cgrp,topic") whose lines are kept in memory, the last
@@ -52,24 +34,25 @@ public:
                  const std::string& topic, int session_timeout_ms,
                  int fetch_wait_max_ms, callbacks cbs,
                  const std::string& debug_contexts = {});
-  ~group_consumer();
+  ~group_consumer() override;
 
   /// Waits up to `timeout_ms` for the next record of any owned partition.
   /// Transient client errors are logged and yield nullopt.
-  std::optional<partition_record> poll(int timeout_ms);
+  std::optional<partition_record> poll(int timeout_ms) override;
 
   /// Commits "next offset to read" per partition, synchronously. Returns an
   /// error text on failure (e.g. the partition was revoked meanwhile).
-  std::string commit(
-    const std::vector<std::pair<std::int32_t, std::int64_t>>& next_offsets);
+  std::string commit(const std::vector<std::pair<std::int32_t, std::int64_t>>&
+                       next_offsets) override;
 
-  /// The group's committed next offset for `partition` (-1: none).
-  std::int64_t committed(std::int32_t partition, int timeout_ms = 5000);
+  /// The group's committed next offset for `partition` (-1: none), asked
+  /// for at most 5 s.
+  std::int64_t committed(std::int32_t partition) override;
 
   /// Repositions an owned partition; fetched-but-unconsumed records are
   /// dropped, so the next poll starts exactly at `offset` (-1: the log
   /// start).
-  void seek(std::int32_t partition, std::int64_t offset);
+  void seek(std::int32_t partition, std::int64_t offset) override;
 
   /// Restarts fetching of owned partitions at the given offsets (-1: the log
   /// start), including partitions stopped after position_lost (which seek()
@@ -78,10 +61,10 @@ public:
   /// paused; they are set before the new assignment, never right after it
   /// (see pause()).
   void restart_at(const std::map<std::int32_t, std::int64_t>& offsets,
-                  const std::set<std::int32_t>& paused = {});
+                  const std::set<std::int32_t>& paused) override;
 
-  /// Asks the broker for the partition's current log start and end.
-  watermarks query_watermarks(std::int32_t partition, int timeout_ms = 5000);
+  /// Asks the broker for the partition's current log start and end (5 s).
+  watermarks query_watermarks(std::int32_t partition) override;
 
   /// Pause and resume an owned, fetching partition. Never call them for a
   /// partition just assigned (by the rebalance or restart_at) before it
@@ -91,18 +74,18 @@ public:
   /// (docs/notes/2026-12-04-fetch-stall.md). Assignments therefore take
   /// their pause state before they are made (callbacks::starts_paused,
   /// restart_at's `paused`).
-  void pause(std::int32_t partition);
-  void resume(std::int32_t partition);
+  void pause(std::int32_t partition) override;
+  void resume(std::int32_t partition) override;
 
   /// The captured librdkafka debug lines (see the constructor) that name
   /// `partition` of the topic, oldest first; empty without debugging.
-  std::vector<std::string> recent_debug(std::int32_t partition) const;
+  std::vector<std::string> recent_debug(std::int32_t partition) const override;
 
   /// Leaves the group (revoking everything) and closes the client, waiting
-  /// at most `timeout_ms`: a broker that does not answer must not hold up a
+  /// at most 5 s: a broker that does not answer must not hold up a
   /// shutdown. Past the limit the group notices the member's absence after
   /// its session timeout instead.
-  void close(int timeout_ms = 5000);
+  void close() override;
 
   const std::string& topic() const;
 

@@ -1,0 +1,90 @@
+// Flow control of a group member's partitions (actors/partition_flow.hpp):
+// pause at consumer.max-in-flight, resume at half of it, commit what was
+// applied, and find fetches that went quiet.
+
+#include "actors/partition_flow.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace std::chrono_literals;
+using ef::partition_flow;
+
+TEST_CASE("a_partition_pauses_when_its_actor_holds_max_in_flight_and_resumes_"
+          "exactly_at_half") {
+  partition_flow f(4);
+  auto t = partition_flow::clock::now();
+  f.start(0, false, t);
+  CHECK_FALSE(f.fed(0, t));
+  CHECK_FALSE(f.fed(0, t));
+  CHECK_FALSE(f.fed(0, t));
+  CHECK(f.fed(0, t)); // the 4th: pause now
+  CHECK(f.find(0)->paused);
+  CHECK_FALSE(f.fed(0, t)); // already paused: records in flight still count
+  CHECK(f.find(0)->in_flight == 5);
+  // 5 -> 4 -> 3: still above half.
+  CHECK_FALSE(f.done(0, 10));
+  CHECK_FALSE(f.done(0, 11));
+  // 3 -> 2 = max / 2: resume now, not one record later.
+  CHECK(f.done(0, 12));
+  CHECK_FALSE(f.find(0)->paused);
+  CHECK_FALSE(f.done(0, 13)); // not paused: nothing to resume
+}
+
+TEST_CASE("applied_offsets_are_committed_once_and_only_for_the_asked_"
+          "partitions") {
+  partition_flow f(100);
+  auto t = partition_flow::clock::now();
+  f.start(0, false, t);
+  f.start(1, false, t);
+  f.fed(0, t);
+  f.fed(1, t);
+  f.done(0, 7);
+  f.done(1, 3);
+  CHECK(f.to_commit() == partition_flow::offsets{{0, 8}, {1, 4}});
+  std::vector<std::int32_t> only{1};
+  CHECK(f.to_commit(&only) == partition_flow::offsets{{1, 4}});
+  f.committed({{0, 8}});
+  CHECK(f.to_commit() == partition_flow::offsets{{1, 4}});
+  CHECK(f.next_offset(0) == 8);
+  // An out-of-order report never moves the position back.
+  f.fed(0, t);
+  f.done(0, 2);
+  CHECK(f.next_offset(0) == 8);
+}
+
+TEST_CASE("a_drain_pauses_everything_and_resumes_nothing") {
+  partition_flow f(2);
+  auto t = partition_flow::clock::now();
+  f.start(0, false, t);
+  f.fed(0, t);
+  f.fed(0, t); // paused by flow control
+  f.begin_drain();
+  CHECK_FALSE(f.idle());
+  CHECK_FALSE(f.done(0, 0));
+  CHECK_FALSE(f.done(0, 1));
+  CHECK(f.idle());
+  CHECK(f.find(0)->paused);
+  // A partition assigned during the drain starts paused too.
+  f.start(1, false, t);
+  CHECK(f.find(1)->paused);
+  f.end_drain();
+  f.start(2, false, t);
+  CHECK_FALSE(f.find(2)->paused);
+}
+
+TEST_CASE("a_partition_unfed_for_a_period_with_nothing_in_flight_is_looked_at_"
+          "once_per_period") {
+  partition_flow f(10);
+  auto t = partition_flow::clock::now();
+  f.start(0, false, t); // idle
+  f.start(1, false, t); // busy: something in flight
+  f.start(2, true, t);  // paused on purpose
+  f.fed(1, t);
+  CHECK(f.unfed_since(10s, t + 9s).empty());
+  CHECK(f.unfed_since(10s, t + 10s) == std::vector<std::int32_t>{0});
+  // Its clock restarted: not again before another period.
+  CHECK(f.unfed_since(10s, t + 15s).empty());
+  CHECK(f.unfed_since(10s, t + 20s) == std::vector<std::int32_t>{0});
+  f.begin_drain();
+  CHECK(f.unfed_since(10s, t + 60s).empty());
+}
