@@ -1,0 +1,247 @@
+// The group member as an actor, deterministically: its Kafka client, its
+// partition actors and its gap ledger are fakes, and the test coordinator
+// runs one message at a time. What it pins down: pause at
+// consumer.max-in-flight, resume at half, offsets committed only after the
+// partition actor reported them done, a crashed partition actor restarted
+// after its backoff and its partition rewound to the committed offset, and
+// a drain answered once nothing is in flight.
+
+#include "actors/group_member.hpp"
+#include "messages/atoms.hpp"
+#include "tests/support/actor_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <deque>
+
+using namespace ef;
+
+namespace {
+
+/// A Kafka client that serves queued records and records every call.
+struct fake_client : kafka::group_client {
+  struct shared {
+    callbacks cbs;
+    std::vector<std::int32_t> assign_next_poll;
+    std::deque<partition_record> records;
+    std::set<std::int32_t> paused;
+    std::vector<std::string> calls; ///< "pause 0", "resume 0", "commit 0@3"
+    std::map<std::int32_t, std::int64_t> committed_offsets;
+  };
+  std::shared_ptr<shared> s;
+
+  explicit fake_client(std::shared_ptr<shared> state) : s(std::move(state)) {}
+
+  std::optional<partition_record> poll(int) override {
+    if (!s->assign_next_poll.empty()) {
+      auto parts = std::exchange(s->assign_next_poll, {});
+      s->cbs.assigned(parts);
+      return std::nullopt;
+    }
+    for (auto i = s->records.begin(); i != s->records.end(); ++i)
+      if (s->paused.count(i->partition) == 0) {
+        auto r = *i;
+        s->records.erase(i);
+        return r;
+      }
+    return std::nullopt;
+  }
+  std::string commit(
+    const std::vector<std::pair<std::int32_t, std::int64_t>>& next) override {
+    for (auto& [p, o] : next) {
+      s->calls.push_back("commit " + std::to_string(p) + "@" +
+                         std::to_string(o));
+      s->committed_offsets[p] = o;
+    }
+    return {};
+  }
+  std::int64_t committed(std::int32_t p) override {
+    auto i = s->committed_offsets.find(p);
+    return i == s->committed_offsets.end() ? -1 : i->second;
+  }
+  void seek(std::int32_t p, std::int64_t offset) override {
+    s->calls.push_back("seek " + std::to_string(p) + "@" +
+                       std::to_string(offset));
+  }
+  void restart_at(const std::map<std::int32_t, std::int64_t>&,
+                  const std::set<std::int32_t>&) override {
+    s->calls.push_back("restart_at");
+  }
+  watermarks query_watermarks(std::int32_t) override { return {0, 0}; }
+  void pause(std::int32_t p) override {
+    s->paused.insert(p);
+    s->calls.push_back("pause " + std::to_string(p));
+  }
+  void resume(std::int32_t p) override {
+    s->paused.erase(p);
+    s->calls.push_back("resume " + std::to_string(p));
+  }
+  void close() override {}
+};
+
+struct fake_ledger : gap_ledger {
+  int current_epoch() override { return 1; }
+  persistence::gap_record record_gap(const std::string&, std::int32_t,
+                                     std::int64_t, std::int64_t,
+                                     std::int64_t) override {
+    return {};
+  }
+};
+
+/// What the fake partition actors hold: records handed to them, per
+/// partition, in order.
+struct held_records {
+  std::map<std::int32_t, std::deque<partition_record>> held;
+  std::map<std::int32_t, caf::actor> actors;
+  int spawned = 0;
+};
+
+/// A partition actor that keeps what it is handed and reports the oldest
+/// record done when told to (flush_atom), or fails (an exit with an error)
+/// when told to (retry_atom).
+caf::behavior fake_worker(caf::event_based_actor* self,
+                          std::shared_ptr<held_records> h, std::int32_t p,
+                          caf::actor member) {
+  return {
+    [=](partition_record& r) { h->held[p].push_back(std::move(r)); },
+    [=](flush_atom) {
+      auto& q = h->held[p];
+      if (q.empty())
+        return;
+      auto r = q.front();
+      q.pop_front();
+      self->send(member, record_done{r.partition, r.offset, r.key, "", ""});
+    },
+    [=](retry_atom) { self->quit(caf::make_error(caf::sec::runtime_error)); },
+  };
+}
+
+partition_record record(std::int32_t p, std::int64_t offset) {
+  partition_record r;
+  r.partition = p;
+  r.offset = offset;
+  r.key = "k";
+  return r;
+}
+
+struct member_fixture : test::actor_fixture {
+  std::shared_ptr<fake_client::shared> client =
+    std::make_shared<fake_client::shared>();
+  std::shared_ptr<held_records> workers = std::make_shared<held_records>();
+  caf::actor member;
+
+  explicit member_fixture(int max_in_flight) {
+    auto cfg = config::settings{};
+    cfg.consumer.max_in_flight = max_in_flight;
+    cfg.supervisor.restart_backoff_ms = 10;
+    auto ctx = make_context(cfg);
+    group_member_deps deps;
+    auto c = client;
+    deps.client = [c](kafka::group_client::callbacks cbs) {
+      c->cbs = std::move(cbs);
+      return std::make_unique<fake_client>(c);
+    };
+    auto w = workers;
+    deps.worker = [w](caf::event_based_actor* m, std::int32_t p) {
+      ++w->spawned;
+      auto a = m->spawn<caf::linked>(fake_worker, w, p, caf::actor{m});
+      w->actors[p] = a;
+      return a;
+    };
+    deps.ledger = [] { return std::make_unique<fake_ledger>(); };
+    member =
+      sys().spawn(group_member_with, ctx, std::string("test"), std::move(deps));
+    client->assign_next_poll = {0};
+    REQUIRE(run_until([&] { return workers->actors.count(0) != 0; }));
+  }
+
+  ~member_fixture() { caf::anon_send_exit(member, caf::exit_reason::kill); }
+
+  bool called(const std::string& call) const {
+    return std::find(client->calls.begin(), client->calls.end(), call) !=
+           client->calls.end();
+  }
+
+  /// Tells partition 0's actor to report its oldest record done and runs
+  /// until the member has handled it.
+  void one_done() {
+    auto before = workers->held[0].size();
+    caf::anon_send(workers->actors[0], flush_atom::value);
+    REQUIRE(run_until([&] { return workers->held[0].size() < before; }));
+    run(20); // the member's record_done and a poll or two
+  }
+};
+
+} // namespace
+
+TEST_CASE("the_member_pauses_a_partition_at_max_in_flight_and_resumes_it_at_"
+          "exactly_half") {
+  member_fixture f(4);
+  for (int i = 0; i < 6; ++i)
+    f.client->records.push_back(record(0, i));
+  // Four records reach the partition actor; then the fetch is paused and
+  // the other two stay with the client.
+  REQUIRE(f.run_until([&] { return f.called("pause 0"); }));
+  f.run(50);
+  CHECK(f.workers->held[0].size() == 4);
+  CHECK(f.client->records.size() == 2);
+  // 4 -> 3: still above half; no resume yet.
+  f.one_done();
+  CHECK_FALSE(f.called("resume 0"));
+  // 3 -> 2 = half: resumed now, not one record later.
+  f.one_done();
+  CHECK(f.called("resume 0"));
+  // Only what was reported done is committed: offsets 0 and 1.
+  REQUIRE(f.run_until([&] { return f.called("commit 0@2"); }));
+  CHECK_FALSE(f.called("commit 0@3"));
+  // The rest flows again.
+  REQUIRE(f.run_until([&] { return f.client->records.empty(); }));
+}
+
+TEST_CASE("a_crashed_partition_actor_is_restarted_after_its_backoff_and_its_"
+          "partition_rewound_to_the_committed_offset") {
+  member_fixture f(100);
+  for (int i = 0; i < 3; ++i)
+    f.client->records.push_back(record(0, i));
+  REQUIRE(f.run_until([&] { return f.workers->held[0].size() == 3; }));
+  f.one_done();
+  REQUIRE(f.run_until([&] { return f.called("commit 0@1"); }));
+  // The actor fails with two records in hand: the partition pauses and
+  // waits for the restart, which comes only when its backoff has passed.
+  auto old = f.workers->actors[0];
+  caf::anon_send(old, retry_atom::value);
+  REQUIRE(f.run_until([&] { return f.called("pause 0"); }));
+  f.run(100);
+  CHECK(f.workers->spawned == 1); // not before its backoff has passed
+  CHECK(f.sched().trigger_timeouts() > 0);
+  REQUIRE(f.run_until([&] { return f.workers->spawned == 2; }));
+  // Rewound to what was committed: the two unfinished records come again.
+  CHECK(f.called("seek 0@1"));
+  CHECK(f.called("resume 0"));
+}
+
+TEST_CASE("a_drain_is_answered_once_the_partition_actors_hold_nothing_and_"
+          "the_offsets_are_committed") {
+  member_fixture f(100);
+  for (int i = 0; i < 2; ++i)
+    f.client->records.push_back(record(0, i));
+  REQUIRE(f.run_until([&] { return f.workers->held[0].size() == 2; }));
+  auto answer = std::make_shared<std::optional<drain_report>>();
+  f.sys().spawn(
+    [answer](caf::event_based_actor* self, caf::actor member) {
+      self->request(member, caf::infinite, drain_atom::value)
+        .then([=](drain_report& r) { *answer = r; });
+    },
+    f.member);
+  REQUIRE(f.run_until([&] { return f.called("pause 0"); }));
+  f.run(20);
+  CHECK_FALSE(answer->has_value()); // two records still in flight
+  f.one_done();
+  CHECK_FALSE(answer->has_value());
+  f.one_done();
+  REQUIRE(f.run_until([&] { return answer->has_value(); }));
+  CHECK((*answer)->drained);
+  CHECK(f.called("commit 0@2"));
+  // Drained: it stays paused.
+  CHECK_FALSE(f.called("resume 0"));
+}
