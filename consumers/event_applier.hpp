@@ -56,6 +56,20 @@ enum class apply_outcome {
 
 const char* to_string(apply_outcome x);
 
+/// What a partition actor applies events through: the event_applier, or a
+/// fake in deterministic actor tests. Throws db_error.
+class event_sink {
+public:
+  virtual ~event_sink() = default;
+  virtual apply_outcome apply(const order_event& ev,
+                              const std::function<void()>& before_commit,
+                              delivery_position at) = 0;
+  virtual std::vector<apply_outcome>
+  apply_batch(const std::vector<order_event>& evs,
+              const std::vector<delivery_position>& at,
+              const std::function<void()>& before_commit) = 0;
+};
+
 /// Applies events for one consumer (consumers/consumer.hpp) in the
 /// idempotent transaction:
 ///   INSERT (consumer, event_id) ON CONFLICT DO NOTHING; only if inserted,
@@ -66,21 +80,21 @@ const char* to_string(apply_outcome x);
 ///   order, with exactly the outcomes of applying the events one after
 ///   another.
 /// One instance per partition actor (owns one connection). Throws db_error.
-class event_applier {
+class event_applier : public event_sink {
 public:
   event_applier(std::string dsn, consumer_ptr consumer);
 
   /// A built-in consumer (fulfillment, billing) by name; throws
   /// std::invalid_argument if there is none of that name.
   event_applier(std::string dsn, const std::string& builtin_consumer);
-  ~event_applier();
+  ~event_applier() override;
 
   /// `before_commit` runs inside the transaction after the business change,
   /// right before COMMIT (a crash there rolls everything back).
   /// `at` is where this copy was read; it is stored with the mark.
   apply_outcome apply(const order_event& ev,
                       const std::function<void()>& before_commit = {},
-                      delivery_position at = {});
+                      delivery_position at = {}) override;
 
   /// Applies consecutive events of one partition in ONE transaction, in
   /// order, each behind the same guard as apply(). Stops before the first
@@ -92,7 +106,7 @@ public:
   std::vector<apply_outcome>
   apply_batch(const std::vector<order_event>& evs,
               const std::vector<delivery_position>& at = {},
-              const std::function<void()>& before_commit = {});
+              const std::function<void()>& before_commit = {}) override;
 
   const std::string& consumer() const { return name_; }
 

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -76,6 +77,31 @@ std::string now_rfc3339() {
                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
                 tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   return buf;
+}
+
+double seconds_since_rfc3339(const std::string& rfc3339) {
+  std::tm tm{};
+  int frac_digits = 0;
+  long frac = 0;
+  if (std::sscanf(rfc3339.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year,
+                  &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec) != 6)
+    return 0;
+  auto dot = rfc3339.find('.');
+  if (dot != std::string::npos)
+    for (size_t i = dot + 1;
+         i < rfc3339.size() &&
+         std::isdigit(static_cast<unsigned char>(rfc3339[i]));
+         ++i, ++frac_digits)
+      frac = frac * 10 + (rfc3339[i] - '0');
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  double at = static_cast<double>(timegm(&tm)) +
+              static_cast<double>(frac) / std::pow(10.0, frac_digits);
+  auto now = std::chrono::duration<double>(
+               std::chrono::system_clock::now().time_since_epoch())
+               .count();
+  return now > at ? now - at : 0;
 }
 
 } // namespace ef

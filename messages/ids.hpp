@@ -17,6 +17,10 @@ bool is_uuid(const std::string& s);
 /// ("2026-12-03T10:00:00.123Z"), as stamped on events and DLQ entries.
 std::string now_rfc3339();
 
+/// Seconds from an RFC 3339 UTC timestamp ("…T…:…:…[.ffffff]Z") until now;
+/// 0 if it cannot be parsed or lies in the future.
+double seconds_since_rfc3339(const std::string& rfc3339);
+
 /// 64-bit FNV-1a of `bytes`, with the offset basis EventForge has always
 /// used (1469598103934665603, one digit short of FNV's published one):
 /// stored idempotency fingerprints depend on it. A stable, dependency-free

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <iostream>
+#include <set>
 #include <thread>
 
 using namespace ef;
@@ -94,19 +95,39 @@ TEST_CASE("killed_partition_actors_resume_from_the_committed_offset_without_"
   REQUIRE(test::wait_until(
     [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
   auto top = children_of(t.system(), untyped(t.root()));
+  std::set<caf::actor_addr> crashed;
   for (auto round = 0; round < 3; ++round) {
     // Kill every partition actor of both consumers while orders flow.
     for (auto name : {"consumer-billing", "consumer-fulfillment"}) {
       auto member = children_of(t.system(), top.at(name)).at("group-member");
-      auto workers = children_of(t.system(), member);
-      REQUIRE(workers.size() == static_cast<size_t>(cfg.kafka.partitions));
-      for (auto& [_, w] : workers)
+      // The previous round's actors are replaced once their backoff passed
+      // (until the member handled their exit, it still lists them).
+      actor_map workers;
+      REQUIRE(test::wait_until([&] {
+        workers = children_of(t.system(), member);
+        return workers.size() == static_cast<size_t>(cfg.kafka.partitions) &&
+               std::none_of(workers.begin(), workers.end(), [&](auto& w) {
+                 return crashed.count(w.second.address()) != 0;
+               });
+      }));
+      for (auto& [_, w] : workers) {
+        crashed.insert(w.address());
         crash(t.system(), w);
+      }
     }
     post_orders(t.url(), 30, "round-" + std::to_string(round));
   }
   REQUIRE(test::wait_until(
     [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
+  // Every one of them was restarted by its group member, and counted.
+  auto all = counters_of(t.system(), untyped(t.root()));
+  std::string restarts;
+  for (auto& [series, n] : all)
+    if (series.rfind("actor_restarts_total", 0) == 0 && n > 0)
+      restarts += series + " " + std::to_string(n) + "\n";
+  INFO(restarts);
+  CHECK(all["actor_restarts_total{kind=\"partition\",reason=\"exception\"}"] ==
+        static_cast<std::uint64_t>(3 * 2 * cfg.kafka.partitions));
   CHECK(db.scalar<int>("SELECT count(*) FROM outbox") == 120);
   check_one_effect_per_consumer_per_event(db);
   CHECK(-db.scalar<std::int64_t>("SELECT sum(balance_cents) FROM accounts") ==

@@ -1,0 +1,145 @@
+#include "actors/parking.hpp"
+
+#include "actors/dlq_operations.hpp"
+#include "actors/event_log.hpp"
+#include "config/options.hpp"
+#include "kafka/outbox_producer.hpp"
+#include "messages/ids.hpp"
+#include "messages/record_headers.hpp"
+#include "persistence/db_error.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+namespace ef {
+
+namespace {
+
+class dlq_parking_impl : public parking {
+public:
+  dlq_parking_impl(context_ptr ctx, std::string consumer, std::int32_t p,
+                   const partition_faults& faults)
+      : ctx_(ctx), consumer_(std::move(consumer)), partition_(p),
+        faults_(faults), ops_(ctx->dsn, ctx->brokers,
+                              ctx->cfg.kafka.delivery_timeout_ms, ctx->faults) {
+  }
+
+  std::optional<std::string> own_status(const std::string& event_id) override {
+    return ops_.store().status_of(consumer_, event_id);
+  }
+
+  std::optional<head> parked_head(const std::string& order_id) override {
+    // Orders with parked events, read once: most deliveries are of orders
+    // that have none, and that costs no query.
+    if (!parked_orders_)
+      parked_orders_ = ops_.store().parked_orders(consumer_);
+    if (parked_orders_->count(order_id) == 0)
+      return std::nullopt;
+    auto h = ops_.store().head_of(consumer_, order_id);
+    if (!h) {
+      parked_orders_->erase(order_id); // resolved meanwhile
+      return std::nullopt;
+    }
+    return head{h->event_id, h->id};
+  }
+
+  bool park(const partition_record& rec, const order_event* ev,
+            const failure& why, int attempts,
+            const std::string& first_failure_at) override;
+
+  bool release_next(const std::string& order_id) override {
+    return ops_.release_next(consumer_, order_id, "release:" + consumer_);
+  }
+
+private:
+  context_ptr ctx_;
+  std::string consumer_;
+  std::int32_t partition_;
+  const partition_faults& faults_;
+  dlq_operations ops_;
+  std::unique_ptr<kafka::outbox_producer> producer_;
+  std::optional<std::set<std::string>> parked_orders_;
+};
+
+bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
+                            const failure& why, int attempts,
+                            const std::string& first_failure_at) {
+  persistence::dlq_entry e;
+  e.consumer = consumer_;
+  e.event_id = ev ? ev->event_id
+                  : "offset:" + std::to_string(rec.partition) + ":" +
+                      std::to_string(rec.offset);
+  e.order_key = rec.key;
+  e.key = rec.key;
+  e.value = rec.value;
+  e.traceparent = rec.header(record_header::traceparent);
+  e.event_type = ev ? ev->event_type : "";
+  e.error_class = why.kind;
+  e.error_message = why.message;
+  e.attempts = attempts;
+  e.source_topic = ctx_->cfg.kafka.topic;
+  e.source_partition = rec.partition;
+  e.source_offset = rec.offset;
+  e.first_failure_at = first_failure_at;
+  e.last_failure_at = now_rfc3339();
+  if (!producer_)
+    producer_ = std::make_unique<kafka::outbox_producer>(
+      ctx_->brokers, config::dlq_topic_of(ctx_->cfg),
+      ctx_->cfg.kafka.delivery_timeout_ms, "eventforge-dlq-" + consumer_);
+  auto d = producer_->publish_raw(
+    rec.key, rec.value,
+    {{record_header::event_id, ev ? ev->event_id : rec.event_id_header},
+     {record_header::dlq_source_topic, e.source_topic},
+     {record_header::dlq_source_partition, std::to_string(rec.partition)},
+     {record_header::dlq_source_offset, std::to_string(rec.offset)},
+     {record_header::dlq_consumer, consumer_},
+     {record_header::dlq_error_class, why.kind},
+     {record_header::dlq_error_message, why.message},
+     {record_header::dlq_attempts, std::to_string(attempts)},
+     {record_header::dlq_first_failure, e.first_failure_at},
+     {record_header::dlq_last_failure, e.last_failure_at},
+     {record_header::traceparent, e.traceparent}});
+  if (!d.persisted) {
+    spdlog::warn("{} p{} offset {}: DLQ produce not acknowledged ({}); the "
+                 "offset stays",
+                 consumer_, partition_, rec.offset, d.error);
+    return false;
+  }
+  // Acked by the DLQ, offset not yet committed.
+  faults_.after_dlq_ack(rec, e.event_type, e.event_id);
+  try {
+    ops_.store().park(e, true);
+  } catch (const persistence::db_error& err) {
+    // The DLQ holds a copy; the entry is stored when the record is tried
+    // again (the copy's reader will not store it for an event that gets
+    // applied meanwhile: dlq_store::park).
+    spdlog::warn("{} p{} offset {}: DLQ entry not stored ({}); the offset "
+                 "stays",
+                 consumer_, partition_, rec.offset, err.what());
+    return false;
+  }
+  if (parked_orders_)
+    parked_orders_->insert(rec.key);
+  event_log::hop("parked", rec.key, e.event_id,
+                 rec.header(record_header::traceparent),
+                 {{"consumer", consumer_}, {"class", why.kind}});
+  ctx_->metrics->add("dlq_parked_total",
+                     {{"consumer", consumer_}, {"class", why.kind}});
+  spdlog::warn("{} p{} offset {}: event {} parked in the DLQ after {} "
+               "attempt(s): {}: {}",
+               consumer_, partition_, rec.offset, e.event_id, attempts,
+               why.kind, why.message);
+  return true;
+}
+
+} // namespace
+
+std::unique_ptr<parking> dlq_parking(context_ptr ctx, std::string consumer,
+                                     std::int32_t partition,
+                                     const partition_faults& faults) {
+  return std::make_unique<dlq_parking_impl>(std::move(ctx), std::move(consumer),
+                                            partition, faults);
+}
+
+} // namespace ef
