@@ -16,7 +16,6 @@ namespace {
 /// How long one step may block in LISTEN before it returns to the mailbox,
 /// so exit messages are handled promptly.
 constexpr auto listen_slice = 200ms;
-/// Pause after a failed publish before the rows are tried again.
 /// How often a non-owner checks whether the shard became free.
 constexpr auto ownership_retry = 1000ms;
 /// How often the lead over the consumers is measured.
@@ -28,7 +27,7 @@ bool relay_shard_state::too_far_ahead() {
   auto limit = ctx->cfg.relay.max_lead_bytes;
   if (limit <= 0 || record_bytes <= 0)
     return false;
-  auto now = std::chrono::steady_clock::now();
+  auto now = clock->now();
   if (now < next_lead_check)
     return !lead_block.empty();
   next_lead_check = now + lead_check_interval;
@@ -73,18 +72,16 @@ std::chrono::milliseconds relay_shard_state::round() {
   // Everything is rebuilt from durable state (the unsent rows of the shard),
   // lazily, so a database outage is a crash inside the loop, not at spawn.
   if (!store)
-    store = std::make_unique<persistence::outbox_store>(ctx->dsn, shard);
+    store = deps.store();
   if (!producer)
-    producer = std::make_unique<kafka::outbox_producer>(
-      ctx->brokers, ctx->cfg.kafka.topic, ctx->cfg.kafka.delivery_timeout_ms,
-      "eventforge-relay-" + std::to_string(shard));
+    producer = deps.producer();
   if (!owner) {
     owner = store->try_acquire_shard();
     if (!owner)
       return ownership_retry;
     spdlog::info("relay {}: acquired shard", shard);
   }
-  auto now = std::chrono::steady_clock::now();
+  auto now = clock->now();
   if (!notified && now < next_query) {
     auto wait = std::min<std::chrono::milliseconds>(
       listen_slice,
@@ -203,11 +200,32 @@ bool relay_shard_state::publish(
   return false;
 }
 
+relay_deps production_relay_deps(const context_ptr& ctx, int shard) {
+  relay_deps deps;
+  deps.store = [ctx, shard] {
+    return std::make_unique<persistence::outbox_store>(ctx->dsn, shard);
+  };
+  deps.producer = [ctx, shard] {
+    return std::make_unique<kafka::outbox_producer>(
+      ctx->brokers, ctx->cfg.kafka.topic, ctx->cfg.kafka.delivery_timeout_ms,
+      "eventforge-relay-" + std::to_string(shard));
+  };
+  return deps;
+}
+
 caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
                           context_ptr ctx, int shard) {
+  auto deps = production_relay_deps(ctx, shard);
+  return relay_shard_with(self, std::move(ctx), shard, std::move(deps));
+}
+
+caf::behavior relay_shard_with(caf::stateful_actor<relay_shard_state>* self,
+                               context_ptr ctx, int shard, relay_deps deps) {
   log_crashes(self, "relay " + std::to_string(shard));
   auto& st = self->state;
+  st.clock = &self->clock();
   st.shard = shard;
+  st.deps = std::move(deps);
   st.batch_size = ctx->cfg.relay.batch_size;
   st.poll_interval = std::chrono::milliseconds(ctx->cfg.relay.poll_interval_ms);
   st.publish_wait.emplace(config::publish_backoff(ctx->cfg));

@@ -8,12 +8,22 @@
 
 #include <caf/all.hpp>
 
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <optional>
 
-#include <chrono>
-#include <memory>
-
 namespace ef {
+
+/// What a relay is built from: its shard's outbox store and a producer
+/// (production_relay_deps), or fakes in deterministic actor tests. Both are
+/// made lazily, inside the loop, so an outage is a crash there, not at spawn.
+struct relay_deps {
+  std::function<std::unique_ptr<persistence::relay_outbox>()> store;
+  std::function<std::unique_ptr<kafka::event_publisher>()> producer;
+};
+
+relay_deps production_relay_deps(const context_ptr& ctx, int shard);
 
 /// Relay for one outbox shard. Owns the shard cluster-wide through an
 /// advisory lock, then loops: read the oldest unsent rows of the shard,
@@ -26,16 +36,20 @@ namespace ef {
 /// not yet marked is therefore published twice: the accepted price.
 struct relay_shard_state {
   context_ptr ctx;
-  std::unique_ptr<persistence::outbox_store> store;
-  std::unique_ptr<kafka::outbox_producer> producer;
+  relay_deps deps;
+  std::unique_ptr<persistence::relay_outbox> store;
+  std::unique_ptr<kafka::event_publisher> producer;
   std::unique_ptr<kafka::broker_probe> probe;
+  /// The actor system's clock: the steady clock in production, the test
+  /// coordinator's in deterministic tests (time moves only when they say).
+  caf::actor_clock* clock = nullptr;
   int shard = 0;
   int batch_size = 0;
   std::chrono::milliseconds poll_interval{1000};
   bool owner = false;
   bool notified = true; // query once right after start
-  std::chrono::steady_clock::time_point next_query{};
-  std::chrono::steady_clock::time_point next_lead_check{};
+  caf::actor_clock::time_point next_query{};
+  caf::actor_clock::time_point next_lead_check{};
   std::string lead_block;  ///< why publishing waits; empty: it does not
   double record_bytes = 0; ///< moving average of a published record's size
   /// Waits after a batch the broker refused rows of (relay.publish-backoff-*).
@@ -56,5 +70,9 @@ struct relay_shard_state {
 
 caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
                           context_ptr ctx, int shard);
+
+/// The same actor, built from `deps`.
+caf::behavior relay_shard_with(caf::stateful_actor<relay_shard_state>* self,
+                               context_ptr ctx, int shard, relay_deps deps);
 
 } // namespace ef

@@ -18,22 +18,34 @@ struct delivery {
   std::int64_t offset = -1;
 };
 
-/// An idempotent producer (enable.idempotence, acks=all) for order events.
-/// publish() sends a batch in order, keyed by order ID, and waits for every
-/// delivery report: the relay marks rows only from these reports.
-class outbox_producer {
+/// What a relay publishes outbox rows through: the outbox_producer, or a
+/// fake in deterministic actor tests.
+class event_publisher {
 public:
-  outbox_producer(const std::string& brokers, const std::string& topic,
-                  int delivery_timeout_ms, const std::string& client_id);
-  ~outbox_producer();
+  virtual ~event_publisher() = default;
 
   /// One delivery per event, same order as `events`. Never returns before
   /// each record is either acknowledged or failed. `after_send` runs once
   /// all records are handed to the client, before any report is awaited.
   /// Throws if the producer hit a fatal error (e.g. a broker that lost its
   /// idempotence state): only a new producer can publish again.
-  std::vector<delivery> publish(const std::vector<order_event>& events,
-                                const std::function<void()>& after_send = {});
+  virtual std::vector<delivery>
+  publish(const std::vector<order_event>& events,
+          const std::function<void()>& after_send) = 0;
+};
+
+/// An idempotent producer (enable.idempotence, acks=all) for order events.
+/// publish() sends a batch in order, keyed by order ID, and waits for every
+/// delivery report: the relay marks rows only from these reports.
+class outbox_producer : public event_publisher {
+public:
+  outbox_producer(const std::string& brokers, const std::string& topic,
+                  int delivery_timeout_ms, const std::string& client_id);
+  ~outbox_producer() override;
+
+  std::vector<delivery>
+  publish(const std::vector<order_event>& events,
+          const std::function<void()>& after_send) override;
 
   /// Raw produce of an already encoded value, e.g. to put a test record or
   /// a replay onto the topic. Returns the delivery.

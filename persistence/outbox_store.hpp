@@ -43,37 +43,54 @@ enum class mark_result {
   epoch_changed,
 };
 
-/// The relay's view of one outbox shard. Owns one connection, which holds the
-/// shard's session-level advisory lock and LISTENs on the shard's channel, so
-/// ownership and wake-ups die together with the session. Throws db_error.
-class outbox_store {
+/// What a relay needs of its outbox shard: the production outbox_store, or
+/// a fake in deterministic actor tests. Every call may throw db_error.
+class relay_outbox {
 public:
-  outbox_store(std::string dsn, int shard);
-  ~outbox_store();
+  virtual ~relay_outbox() = default;
 
   /// Tries to become the shard's only relay, cluster-wide. Non-blocking.
-  bool try_acquire_shard();
+  virtual bool try_acquire_shard() = 0;
 
   /// Waits up to `timeout_ms` for a NOTIFY on the shard's channel; returns
   /// true if one arrived.
-  bool await_notify(int timeout_ms);
+  virtual bool await_notify(int timeout_ms) = 0;
 
   /// The oldest unsent rows of the shard, in seq order.
-  std::vector<outbox_row> unsent(int limit);
+  virtual std::vector<outbox_row> unsent(int limit) = 0;
 
   /// The current broker epoch; read before a batch is published, so the
   /// batch's positions are recorded under the epoch they were made in.
-  int current_epoch();
+  virtual int current_epoch() = 0;
 
   /// Marks exactly these rows sent at their positions under `epoch`
   /// (idempotent for rows already marked). Refuses if `epoch` is no longer
   /// current. Throws if this session no longer holds the shard's lock: a
   /// relay that lost its shard must never mark what another relay owns.
-  mark_result mark_sent(int epoch, const std::vector<sent_position>& acked);
+  virtual mark_result mark_sent(int epoch,
+                                const std::vector<sent_position>& acked) = 0;
 
   /// Counts a failed publish attempt on these rows and keeps the reason.
+  virtual void record_failure(const std::vector<std::int64_t>& seqs,
+                              const std::string& error) = 0;
+};
+
+/// The relay's view of one outbox shard. Owns one connection, which holds the
+/// shard's session-level advisory lock and LISTENs on the shard's channel, so
+/// ownership and wake-ups die together with the session. Throws db_error.
+class outbox_store : public relay_outbox {
+public:
+  outbox_store(std::string dsn, int shard);
+  ~outbox_store() override;
+
+  bool try_acquire_shard() override;
+  bool await_notify(int timeout_ms) override;
+  std::vector<outbox_row> unsent(int limit) override;
+  int current_epoch() override;
+  mark_result mark_sent(int epoch,
+                        const std::vector<sent_position>& acked) override;
   void record_failure(const std::vector<std::int64_t>& seqs,
-                      const std::string& error);
+                      const std::string& error) override;
 
   int shard() const { return shard_; }
 

@@ -127,7 +127,7 @@ TEST_CASE("event_for_a_missing_order_is_rolled_back_without_a_mark_and_"
                  ""};
   kafka::outbox_producer producer(broker.bootstrap_servers(), cfg.kafka.topic,
                                   10000, "test");
-  REQUIRE(producer.publish({ev})[0].persisted);
+  REQUIRE(producer.publish({ev}, {})[0].persisted);
   // While the order is missing, every attempt rolls back: no mark, no
   // effect, and the offset stays before the record. Observe a while.
   auto deadline = std::chrono::steady_clock::now() + 1500ms;

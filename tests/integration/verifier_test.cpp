@@ -70,7 +70,7 @@ TEST_CASE("verifier_reports_duplicate_effects_missing_outbox_rows_and_"
   order_event ev{
     new_uuid_v7(), order_created_type, order, "2026-12-02T00:00:00Z", "{}", ""};
   kafka::outbox_producer producer(brokers, cfg.kafka.topic, 10000, "test");
-  REQUIRE(producer.publish({ev})[0].persisted);
+  REQUIRE(producer.publish({ev}, {})[0].persisted);
   auto recs = kafka::read_all(brokers, cfg.kafka.topic, cfg.kafka.partitions);
   auto last = *std::find_if(recs.begin(), recs.end(),
                             [&](auto& r) { return r.event_id == ev.event_id; });

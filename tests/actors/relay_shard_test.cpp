@@ -1,0 +1,262 @@
+// The relay, deterministically: its outbox shard and its producer are fakes
+// over one in-memory outbox and broker log, and the test coordinator runs one
+// message at a time on a clock that moves only when a timeout fires or the
+// fake LISTEN waits. What it pins down: a relay publishes only while it
+// holds its shard, and one that lost the shard's lock marks nothing; rows
+// are marked sent only from the broker's acknowledgements, and a refused
+// row is published again after the backoff; a delivery gap fails the relay
+// before anything is marked; an epoch change during a publish leaves the
+// acknowledged rows unsent, and they go out again in the new epoch.
+
+#include "actors/relay_shard.hpp"
+#include "messages/ids.hpp"
+#include "tests/support/actor_fixture.hpp"
+
+#include <caf/detail/test_actor_clock.hpp>
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+
+using namespace ef;
+
+namespace {
+
+/// One shard's outbox and the broker's log, shared by every fake relay.
+struct world {
+  struct row {
+    std::int64_t seq;
+    order_event ev;
+    bool sent = false;
+    int epoch = 0;
+  };
+  std::vector<row> rows;
+  int lock_holder = 0; ///< relay id; 0: free
+  int epoch = 1;
+  bool notify = false;
+  std::vector<std::string> log;   ///< broker log: event IDs in publish order
+  std::vector<std::string> marks; ///< "r1 e1: 1,2"
+  std::set<std::int64_t> refuse;  ///< seqs the broker refuses, once each
+  /// Runs while a batch is in flight (after send, before the acks).
+  std::function<void()> during_publish;
+  /// The fake LISTEN blocks this long: the test clock moves on.
+  std::function<void(int ms)> waited;
+
+  void add_rows(int n) {
+    for (int i = 0; i < n; ++i) {
+      auto seq = static_cast<std::int64_t>(rows.size()) + 1;
+      rows.push_back({seq,
+                      {new_uuid_v7(), "OrderCreated", new_uuid_v7(),
+                       "2026-12-04T10:00:00Z", "{}", ""}});
+    }
+    notify = true;
+  }
+  int unsent() const {
+    int n = 0;
+    for (auto& r : rows)
+      n += r.sent ? 0 : 1;
+    return n;
+  }
+  /// How often each row's event is on the broker's log.
+  int copies(std::int64_t seq) const {
+    auto& id = rows[seq - 1].ev.event_id;
+    return static_cast<int>(std::count(log.begin(), log.end(), id));
+  }
+};
+
+struct fake_outbox : persistence::relay_outbox {
+  std::shared_ptr<world> w;
+  int id;
+  fake_outbox(std::shared_ptr<world> wd, int relay)
+      : w(std::move(wd)), id(relay) {}
+
+  bool try_acquire_shard() override {
+    if (w->lock_holder == 0)
+      w->lock_holder = id;
+    return w->lock_holder == id;
+  }
+  bool await_notify(int timeout_ms) override {
+    if (std::exchange(w->notify, false))
+      return true;
+    w->waited(timeout_ms);
+    return false;
+  }
+  std::vector<persistence::outbox_row> unsent(int limit) override {
+    std::vector<persistence::outbox_row> out;
+    for (auto& r : w->rows)
+      if (!r.sent && static_cast<int>(out.size()) < limit)
+        out.push_back({r.seq, r.ev});
+    return out;
+  }
+  int current_epoch() override { return w->epoch; }
+  persistence::mark_result
+  mark_sent(int epoch,
+            const std::vector<persistence::sent_position>& acked) override {
+    if (acked.empty())
+      return persistence::mark_result::marked;
+    if (epoch != w->epoch)
+      return persistence::mark_result::epoch_changed;
+    if (w->lock_holder != id)
+      throw std::runtime_error("no longer holds the shard lock");
+    std::string m =
+      "r" + std::to_string(id) + " e" + std::to_string(epoch) + ":";
+    for (auto& a : acked) {
+      w->rows[a.seq - 1].sent = true;
+      w->rows[a.seq - 1].epoch = epoch;
+      m += " " + std::to_string(a.seq);
+    }
+    w->marks.push_back(m);
+    return persistence::mark_result::marked;
+  }
+  void record_failure(const std::vector<std::int64_t>&,
+                      const std::string&) override {}
+};
+
+struct fake_producer : kafka::event_publisher {
+  std::shared_ptr<world> w;
+  explicit fake_producer(std::shared_ptr<world> wd) : w(std::move(wd)) {}
+
+  std::vector<kafka::delivery>
+  publish(const std::vector<order_event>& events,
+          const std::function<void()>& after_send) override {
+    if (after_send)
+      after_send();
+    if (w->during_publish)
+      std::exchange(w->during_publish, nullptr)();
+    std::vector<kafka::delivery> out;
+    for (auto& ev : events) {
+      std::int64_t seq = 0;
+      for (auto& r : w->rows)
+        if (r.ev.event_id == ev.event_id)
+          seq = r.seq;
+      if (w->refuse.erase(seq) > 0) {
+        out.push_back({false, "Broker: Not enough in-sync replicas", -1, -1});
+        continue;
+      }
+      w->log.push_back(ev.event_id);
+      out.push_back(
+        {true, "", 0, static_cast<std::int64_t>(w->log.size()) - 1});
+    }
+    return out;
+  }
+};
+
+struct relay_fixture : test::actor_fixture {
+  std::shared_ptr<world> w = std::make_shared<world>();
+  context_ptr ctx;
+  std::map<int, caf::actor> relays;
+  /// Why each relay stopped; shared, since its watchers may outlive the
+  /// fixture's members while the system shuts down.
+  std::shared_ptr<std::map<int, caf::error>> exits =
+    std::make_shared<std::map<int, caf::error>>();
+
+  relay_fixture() {
+    auto cfg = config::settings{};
+    cfg.relay.max_lead_bytes = 0; // no lead probe: no broker to ask
+    ctx = make_context(cfg);
+    auto* clock =
+      &dynamic_cast<caf::detail::test_actor_clock&>(sched().clock());
+    w->waited = [clock](int ms) {
+      clock->advance_time(std::chrono::milliseconds(ms));
+    };
+  }
+
+  ~relay_fixture() {
+    for (auto& [id, a] : relays)
+      caf::anon_send_exit(a, caf::exit_reason::kill);
+  }
+
+  void start(int id) {
+    relay_deps deps;
+    auto wd = w;
+    deps.store = [wd, id] { return std::make_unique<fake_outbox>(wd, id); };
+    deps.producer = [wd] { return std::make_unique<fake_producer>(wd); };
+    auto relay = sys().spawn(relay_shard_with, ctx, 0, std::move(deps));
+    relays[id] = relay;
+    auto out = exits;
+    // Watches the relay; a behavior keeps it alive until then.
+    sys().spawn([out, id, relay](caf::event_based_actor* self) {
+      self->monitor(relay);
+      self->set_down_handler([=](caf::down_msg& m) {
+        (*out)[id] = m.reason;
+        self->quit();
+      });
+      return caf::behavior{[](int) {}};
+    });
+  }
+
+  /// Runs until `done` or no message and no timeout is left.
+  void run_to(const std::function<bool()>& done) {
+    REQUIRE(run_until(done, 20000));
+  }
+};
+
+} // namespace
+
+TEST_CASE("a_relay_publishes_only_while_it_holds_its_shard_and_marks_exactly_"
+          "the_acknowledged_rows") {
+  relay_fixture f;
+  f.w->lock_holder = 9; // another process's relay owns the shard
+  f.w->add_rows(3);
+  f.w->refuse = {3};
+  f.start(1);
+  f.run(200);
+  CHECK(f.w->log.empty()); // not the owner: nothing published
+  f.w->lock_holder = 0;    // the other process went away
+  f.run_to([&] { return !f.w->marks.empty(); });
+  // Seq 3 was refused: 1 and 2 are marked, 3 stays unsent.
+  CHECK(f.w->marks == std::vector<std::string>{"r1 e1: 1 2"});
+  CHECK(f.w->unsent() == 1);
+  // ... and goes out again after the publish backoff.
+  f.run_to([&] { return f.w->unsent() == 0; });
+  CHECK(f.w->marks.back() == "r1 e1: 3");
+  CHECK(f.w->copies(1) == 1);
+  CHECK(f.w->copies(3) == 1);
+}
+
+TEST_CASE("a_relay_that_lost_its_shard_lock_marks_nothing_and_the_new_owner_"
+          "publishes_the_rows") {
+  relay_fixture f;
+  f.w->add_rows(2);
+  f.w->lock_holder = 1;
+  f.start(1);
+  f.start(2);
+  // Relay 1 loses its lock while its batch is in flight (its session ended,
+  // say), and relay 2 takes the shard.
+  f.w->during_publish = [&] { f.w->lock_holder = 2; };
+  f.run_to([&] { return f.exits->count(1) != 0; });
+  CHECK((*f.exits)[1] != caf::error{}); // crashed: its supervisor restarts it
+  CHECK(f.w->marks.empty());
+  // The rows stay unsent for the owner, which publishes them again: the
+  // accepted duplicate, never a mark by a relay that is not the owner.
+  f.run_to([&] { return f.w->unsent() == 0; });
+  CHECK(f.w->marks == std::vector<std::string>{"r2 e1: 1 2"});
+  CHECK(f.w->copies(1) == 2);
+}
+
+TEST_CASE("a_delivery_gap_fails_the_relay_before_anything_is_marked") {
+  relay_fixture f;
+  f.w->add_rows(3);
+  f.w->refuse = {2}; // 1 acked, 2 refused, 3 acked: a gap in the order
+  f.start(1);
+  f.run_to([&] { return f.exits->count(1) != 0; });
+  CHECK((*f.exits)[1] != caf::error{});
+  CHECK(f.w->marks.empty()); // not even seq 1: it is published again
+  CHECK(f.w->unsent() == 3);
+}
+
+TEST_CASE("an_epoch_change_during_a_publish_leaves_the_acknowledged_rows_"
+          "unsent_and_they_go_out_again_in_the_new_epoch") {
+  relay_fixture f;
+  f.w->add_rows(2);
+  f.w->during_publish = [&] { ++f.w->epoch; }; // the broker lost its logs
+  f.start(1);
+  f.run(200);
+  CHECK(f.w->marks.empty());
+  CHECK(f.w->copies(1) == 1); // acknowledged by the old broker, not marked
+  f.run_to([&] { return f.w->unsent() == 0; });
+  CHECK(f.w->marks == std::vector<std::string>{"r1 e2: 1 2"});
+  for (auto& r : f.w->rows)
+    CHECK(r.epoch == 2);
+  CHECK(f.w->copies(1) == 2);
+}
