@@ -123,16 +123,6 @@ bool relay_shard_state::publish(
   }
   auto avg = bytes / static_cast<double>(rows.size());
   record_bytes = record_bytes == 0 ? avg : 0.8 * record_bytes + 0.2 * avg;
-  // Crash decisions per row, in seq order: the first row whose decision
-  // says so crashes the batch. Which rows share a batch then does not change
-  // which logical events crash (see chaos).
-  auto check_rows = [&](crash_point point) {
-    for (auto& r : rows)
-      ctx->faults->check(
-        point,
-        chaos_key(r.event.traceparent, r.event.event_type, r.event.event_id),
-        {r.event.order_id, r.event.event_id, ""});
-  };
   labels shard_label{{"shard", std::to_string(shard)}};
   ctx->metrics->observe("relay_batch_size", {},
                         static_cast<double>(rows.size()));
@@ -147,14 +137,14 @@ bool relay_shard_state::publish(
     for (auto& r : rows)
       event_log::hop("published", r.event.order_id, r.event.event_id,
                      r.event.traceparent);
-    check_rows(crash_point::relay_after_publish_before_ack);
+    faults->after_send(rows);
   });
   ctx->metrics->observe(
     "relay_publish_ack_seconds", {},
     std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at)
       .count());
   // The seed's relay window: acknowledged, not yet marked.
-  check_rows(crash_point::relay_after_ack_before_mark);
+  faults->after_ack(rows);
   std::vector<persistence::sent_position> acked;
   std::vector<std::int64_t> failed;
   std::string first_error;
@@ -224,6 +214,7 @@ caf::behavior relay_shard_with(caf::stateful_actor<relay_shard_state>* self,
   log_crashes(self, "relay " + std::to_string(shard));
   auto& st = self->state;
   st.clock = &self->clock();
+  st.faults.emplace(ctx->faults);
   st.shard = shard;
   st.deps = std::move(deps);
   st.batch_size = ctx->cfg.relay.batch_size;

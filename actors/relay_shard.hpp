@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/context.hpp"
+#include "actors/relay_faults.hpp"
 #include "config/backoff.hpp"
 #include "kafka/broker_probe.hpp"
 #include "kafka/outbox_producer.hpp"
@@ -40,6 +41,7 @@ struct relay_shard_state {
   std::unique_ptr<persistence::relay_outbox> store;
   std::unique_ptr<kafka::event_publisher> producer;
   std::unique_ptr<kafka::broker_probe> probe;
+  std::optional<relay_faults> faults;
   /// The actor system's clock: the steady clock in production, the test
   /// coordinator's in deterministic tests (time moves only when they say).
   caf::actor_clock* clock = nullptr;
