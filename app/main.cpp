@@ -7,12 +7,12 @@
 #include "actors/dlq_operations.hpp"
 #include "actors/event_log.hpp"
 #include "actors/eventforge.hpp"
-#include "app/tools/bench_runner.hpp"
-#include "app/tools/chaos_runner.hpp"
 #include "app/cli.hpp"
+#include "app/embedded/runtime.hpp"
 #include "app/http/frontend.hpp"
 #include "app/page/ops_view.hpp"
-#include "app/embedded/runtime.hpp"
+#include "app/tools/bench_runner.hpp"
+#include "app/tools/chaos_runner.hpp"
 #include "app/tools/verifier.hpp"
 #include "config/crash_points.hpp"
 #include "config/reference.hpp"
@@ -97,6 +97,10 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
             << " kafka=" << rt.where().kafka_brokers << std::endl;
   auto sig = wait_for_shutdown(signals);
   auto timeout = std::chrono::milliseconds(cfg.shutdown.drain_timeout_ms);
+  // Machine-readable, like the ready line: the signal was taken, so a
+  // second one is a second signal (two pending SIGTERMs would be one).
+  std::cout << "stopping signal=" << sig
+            << " drain-timeout-ms=" << timeout.count() << std::endl;
   spdlog::info("shutting down (signal {}): draining for at most {} ms; a "
                "second signal stops at once",
                sig, timeout.count());

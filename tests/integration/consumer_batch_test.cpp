@@ -3,11 +3,11 @@
 // to one record per transaction, so a poison record is still isolated.
 
 #include "config/options.hpp"
+#include "consumers/event_applier.hpp"
 #include "kafka/embedded_broker.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/events.hpp"
 #include "messages/ids.hpp"
-#include "consumers/event_applier.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/order_store.hpp"
 #include "tests/support/harness.hpp"
@@ -44,8 +44,7 @@ TEST_CASE("a_batch_applies_each_event_behind_its_own_mark_in_order_and_"
   auto o3 = orders.create({"cat", {{"book", 1, 300}}, "", "", ""});
   auto o4 = orders.create({"dan", {{"book", 1, 400}}, "", "", ""});
   event_applier billing(db.dsn(), "billing");
-  REQUIRE(billing.apply(event_of(db, o1.event_id)) ==
-          apply_outcome::applied);
+  REQUIRE(billing.apply(event_of(db, o1.event_id)) == apply_outcome::applied);
   auto ghost = event_of(db, o4.event_id);
   ghost.event_id = new_uuid_v7();
   ghost.order_id = new_uuid_v7(); // an order this database never saw

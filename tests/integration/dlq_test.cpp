@@ -22,8 +22,8 @@ namespace {
 
 struct dlq_fixture {
   explicit dlq_fixture(int max_attempts = 3,
-                       std::vector<std::string> points = {},
-                       int partitions = 1, int delivery_timeout_ms = 30000) {
+                       std::vector<std::string> points = {}, int partitions = 1,
+                       int delivery_timeout_ms = 30000) {
     cfg.kafka.partitions = partitions;
     // Also how long the DLQ handler waits before it finishes a replay left
     // "replaying" (its delivery timeout plus a second).
@@ -510,8 +510,10 @@ TEST_CASE("a_replay_crashed_after_recording_its_intent_is_published_by_the_"
   // and no replay record is on the topic yet, until the sweep's.
   expect_applied_once_after_replay(f, order, ids);
   auto counters = test::counters(f.t->system(), f.t->root());
-  CHECK(counters[R"(chaos_crashes_total{point="dlq.replay_after_mark_before_publish"})"] ==
-        2);
+  CHECK(
+    counters
+      [R"(chaos_crashes_total{point="dlq.replay_after_mark_before_publish"})"] ==
+    2);
   CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE actor = "
                 "'dlq-sweeper' AND outcome = 'published'") == 2);
 }
@@ -524,9 +526,10 @@ TEST_CASE("a_replay_crashed_after_its_publish_before_the_mark_is_published_"
   for (auto id : ids)
     replay_until_taken(f, id);
   expect_applied_once_after_replay(f, order, ids);
-  CHECK(test::counters(f.t->system(), f.t->root())
-          [R"(chaos_crashes_total{point="dlq.replay_after_publish_before_mark"})"] ==
-        2);
+  CHECK(
+    test::counters(f.t->system(), f.t->root())
+      [R"(chaos_crashes_total{point="dlq.replay_after_publish_before_mark"})"] ==
+    2);
   // Each entry's record went out twice (the crashed replay's and the
   // sweep's); the second copy of each was a suppressed duplicate.
   auto replays = 0;
@@ -541,9 +544,9 @@ TEST_CASE("a_replay_whose_publish_is_refused_stays_replaying_and_the_sweep_"
   std::string order;
   auto ids = park_one_order(f, "rf", order);
   // The broker refuses the next produce request (before appending it).
-  rd_kafka_mock_push_request_errors(f.broker->mock_cluster(), 0 /* Produce */,
-                                    1,
-                                    RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+  rd_kafka_mock_push_request_errors(
+    f.broker->mock_cluster(), 0 /* Produce */, 1,
+    RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
   auto [s, b] =
     f.admin("POST", "/admin/dlq/" + std::to_string(ids[0]) + "/replay");
   INFO(b);
@@ -612,7 +615,8 @@ TEST_CASE("a_foreign_record_that_is_not_text_is_parked_byte_for_byte_the_"
   auto id = list[0]["id"].get<std::int64_t>();
   auto [s1, one] = f.admin("GET", "/admin/dlq/" + std::to_string(id));
   CHECK(s1 == 200);
-  CHECK(nlohmann::json::parse(one)["value_hex"] == "c328206e6f74206a736f6e20a0a1");
+  CHECK(nlohmann::json::parse(one)["value_hex"] ==
+        "c328206e6f74206a736f6e20a0a1");
   auto [code, out] = test::run_command(
     test::eventforge_binary() + " dlq list --database.url='" + f.db.dsn() +
     "' --kafka.brokers='" + f.brokers() + "' 2>&1");

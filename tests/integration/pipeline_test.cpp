@@ -65,8 +65,7 @@ TEST_CASE("thousand_orders_with_two_hundred_cancels_give_one_effect_per_"
 
   auto events = orders + cancels;
   bool drained = test::wait_until(
-    [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); },
-    120s);
+    [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }, 120s);
   auto drain_secs =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
       .count();

@@ -86,6 +86,9 @@ public:
   const std::string& url() const { return url_; }
   /// The tree's fault injector (no point enabled unless cfg.chaos says so).
   chaos& faults() { return *faults_; }
+  /// The tree's metrics: what it has done so far, for waits paced by
+  /// progress (N retries seen) rather than by time.
+  const telemetry& metrics() const { return *metrics_; }
   /// Stops HTTP and the tree, waiting for every actor to finish.
   void stop();
 
