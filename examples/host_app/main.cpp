@@ -154,8 +154,12 @@ int main(int argc, char** argv) {
   bool stopped = ef::stop(sys, root, 30s);
   anon_send_exit(desk, caf::exit_reason::user_shutdown);
 
-  std::cout << "host_app: scheduler threads " << sys.scheduler().num_workers()
-            << ", api workers " << s.api.workers << ", consumers";
+  // CAF read [scheduler] from the same file EventForge read its sections
+  // from: the system must have the threads it asked for.
+  auto threads = sys.scheduler().num_workers();
+  auto wanted = caf::get_or(cfg, "scheduler.max-threads", threads);
+  std::cout << "host_app: scheduler threads " << threads << " (the INI asks "
+            << wanted << "), api workers " << s.api.workers << ", consumers";
   for (auto& c : s.consumer.enabled)
     std::cout << " " << c;
   std::cout << "\nhost_app: placed " << placed << " orders (cancelled "
@@ -163,8 +167,8 @@ int main(int argc, char** argv) {
             << ", customers with wrong points " << wrong_balances
             << ", injected crashes " << crashes << "\n"
             << ef::app::to_text(verdict);
-  bool ok = placed == cfg.orders && gap.empty() && wrong_balances == 0 &&
-            awards == placed && verdict.ok() && stopped;
+  bool ok = threads == wanted && placed == cfg.orders && gap.empty() &&
+            wrong_balances == 0 && awards == placed && verdict.ok() && stopped;
   if (!gap.empty())
     std::cout << "host_app: not quiescent: " << gap << "\n";
   std::cout << "host_app: " << (ok ? "ok" : "FAILED") << std::endl;
