@@ -154,11 +154,16 @@ void order_store::write_once(
   const std::function<void(order_writer&)>& body,
   std::optional<std::chrono::system_clock::time_point> deadline) {
   using namespace std::chrono;
+  // Both round towards the deadline's side, so the API worker, comparing
+  // the clock with the deadline after a failure, always agrees that the
+  // deadline is why: a timeout truncated to whole milliseconds could fire
+  // (or a check could claim it passed) up to 1 ms before it did.
+  auto passed = [&] { return system_clock::now() >= *deadline; };
   auto left = [&] {
-    return duration_cast<milliseconds>(*deadline - system_clock::now());
+    return ceil<milliseconds>(*deadline - system_clock::now());
   };
   try {
-    if (deadline && left().count() <= 0)
+    if (deadline && passed())
       throw db_error(db_errc::transient, "the deadline passed before the "
                                          "transaction began; nothing was "
                                          "written");
@@ -171,7 +176,7 @@ void order_store::write_once(
     order_writer::impl i{w, shards_};
     order_writer writer(i);
     body(writer);
-    if (deadline && left().count() <= 0)
+    if (deadline && passed())
       throw db_error(db_errc::transient,
                      "the deadline passed before COMMIT; rolled back, "
                      "nothing was written");
