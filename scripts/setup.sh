@@ -43,7 +43,11 @@ source scripts/build_dir.sh
 build_type=${EF_BUILD_TYPE:-RelWithDebInfo}
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" \
   "${compiler_args[@]}" ${EF_CMAKE_ARGS:-} >/dev/null
-cmake --build "$build_dir" -j "$(nproc)"
+# EF_BUILD_TARGETS (space-separated) builds only those targets, e.g. CI's
+# sanitizer pass over the actor tests; by default everything is built.
+targets=()
+for t in ${EF_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
 
 # The browser test (tests/browser) drives Debian's chromium with playwright-core
 # from package-lock.json. Playwright must never download a browser of its own:

@@ -6,7 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/build_dir.sh
-ctest --test-dir "$build_dir" -j "$(nproc)" --output-on-failure "$@"
+# Tests spend most of their time waiting on PostgreSQL, the broker and
+# their own deadlines (the suite used about a third of two cores at -j2), so
+# ctest runs two per core; EF_TEST_JOBS overrides.
+ctest --test-dir "$build_dir" -j "${EF_TEST_JOBS:-$((2 * $(nproc)))}" \
+  --output-on-failure "$@"
 # A short, time-bounded fuzz run of the order parser (libFuzzer, clang);
 # EF_FUZZ_SECONDS=0 skips it.
 fuzz_seconds=${EF_FUZZ_SECONDS:-60}

@@ -144,9 +144,13 @@ struct worker_fixture : test::actor_fixture {
     auto d = done;
     // Stands in for the group member: only what it is told is done may be
     // committed, so this list is the offsets that may move.
-    member = sys().spawn([d]() -> caf::behavior {
-      return {[d](record_done& r) { d->push_back(r.offset); }};
-    });
+    // The list is passed as an argument, not captured: CAF 0.17 spawns a
+    // function without arguments through a null argument tuple (UBSan).
+    member = sys().spawn(
+      [](decltype(d) out) -> caf::behavior {
+        return {[out](record_done& r) { out->push_back(r.offset); }};
+      },
+      d);
     partition_worker_deps deps;
     auto s = sink;
     deps.sink = [s] { return std::make_unique<fake_sink>(s); };

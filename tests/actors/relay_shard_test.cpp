@@ -175,14 +175,18 @@ struct relay_fixture : test::actor_fixture {
     relays[id] = relay;
     auto out = exits;
     // Watches the relay; a behavior keeps it alive until then.
-    sys().spawn([out, id, relay](caf::event_based_actor* self) {
-      self->monitor(relay);
-      self->set_down_handler([=](caf::down_msg& m) {
-        (*out)[id] = m.reason;
-        self->quit();
-      });
-      return caf::behavior{[](int) {}};
-    });
+    // The relay is an argument, not a capture: CAF 0.17 spawns a function
+    // without arguments through a null argument tuple (UBSan).
+    sys().spawn(
+      [out, id](caf::event_based_actor* self, caf::actor watched) {
+        self->monitor(watched);
+        self->set_down_handler([=](caf::down_msg& m) {
+          (*out)[id] = m.reason;
+          self->quit();
+        });
+        return caf::behavior{[](int) {}};
+      },
+      relay);
   }
 
   /// Runs until `done` or no message and no timeout is left.
