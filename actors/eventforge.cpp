@@ -145,6 +145,17 @@ void configure_actor_system(caf::actor_system_config& cfg) {
   // TSan would report every hand-over of an actor or message as a race. The
   // work-sharing scheduler hands jobs over under a mutex, which TSan sees.
   cfg.set("scheduler.policy", caf::atom("sharing"));
+#else
+  // Work sharing unless the host chose a policy. An idle work-stealing
+  // worker polls: 100 tries, then 500 sleeps of 50 us, then sleeps of 10 ms,
+  // and every message starts that over. EventForge's actors exchange a few
+  // messages per order, so at 100 orders/s the four workers spent most of
+  // their time in those 50 us sleeps: serve took 6.1 ms of CPU and 403
+  // context switches per order, against 3.3 ms and 114 with work sharing,
+  // whose idle workers wait on a condition variable
+  // (docs/performance.md, "Cost per order").
+  if (!caf::get_if<caf::atom_value>(&cfg.content, "scheduler.policy"))
+    cfg.set("scheduler.policy", caf::atom("sharing"));
 #endif
   // So that sys.render(err) names the cause ("ef_api: not_found (order_id:
   // no such order)") instead of printing codes.

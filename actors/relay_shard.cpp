@@ -91,7 +91,8 @@ std::chrono::milliseconds relay_shard_state::round() {
   }
   notified = false;
   next_query = now + poll_interval;
-  auto rows = store->unsent(batch_size);
+  auto batch = store->unsent(batch_size);
+  auto& rows = batch.rows;
   if (rows.empty())
     return 0ms;
   if (too_far_ahead()) {
@@ -101,7 +102,7 @@ std::chrono::milliseconds relay_shard_state::round() {
   // A full batch means more may be waiting: query again right away.
   if (static_cast<int>(rows.size()) == batch_size)
     notified = true;
-  if (!publish(rows)) {
+  if (!publish(batch.epoch, rows)) {
     notified = true;
     return publish_wait->failed();
   }
@@ -110,7 +111,7 @@ std::chrono::milliseconds relay_shard_state::round() {
 }
 
 bool relay_shard_state::publish(
-  const std::vector<persistence::outbox_row>& rows) {
+  int epoch, const std::vector<persistence::outbox_row>& rows) {
   std::vector<order_event> events;
   events.reserve(rows.size());
   double bytes = 0;
@@ -126,9 +127,8 @@ bool relay_shard_state::publish(
   labels shard_label{{"shard", std::to_string(shard)}};
   ctx->metrics->observe("relay_batch_size", {},
                         static_cast<double>(rows.size()));
-  // The epoch is fixed before anything is sent: positions are recorded under
-  // the broker lifetime they were made in, never a later one.
-  auto epoch = store->current_epoch();
+  // The epoch was read with the rows, before anything is sent: positions are
+  // recorded under the broker lifetime they were made in, never a later one.
   auto sent_at = std::chrono::steady_clock::now();
   for (auto& r : rows)
     event_log::hop("claimed", r.event.order_id, r.event.event_id,

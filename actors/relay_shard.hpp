@@ -65,7 +65,7 @@ struct relay_shard_state {
   bool too_far_ahead();
   /// Publishes one batch and marks what was acknowledged; returns false if
   /// some rows failed (the caller backs off).
-  bool publish(const std::vector<persistence::outbox_row>& rows);
+  bool publish(int epoch, const std::vector<persistence::outbox_row>& rows);
 
   static inline const char* name = "relay";
 };

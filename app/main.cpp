@@ -73,8 +73,10 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
   ef::app::runtime rt(cfg);
   ef::configure_actor_system(caf_cfg);
   caf::actor_system sys{caf_cfg};
-  spdlog::info("actor system: {} scheduler threads",
-               sys.scheduler().num_workers());
+  spdlog::info("actor system: {} scheduler threads, policy {}",
+               sys.scheduler().num_workers(),
+               caf::to_string(caf::get_or(caf_cfg, "scheduler.policy",
+                                          caf::atom("stealing"))));
   auto metrics = std::make_shared<ef::telemetry>();
   // Shared with the HTTP front: the recovery page's scenarios arm them.
   auto faults = std::make_shared<ef::chaos>(cfg.chaos, metrics);
@@ -485,6 +487,20 @@ int main(int argc, char** argv) {
                  "orders in the scratch schema of the consumer and relay "
                  "baselines")
     ->check(CLI::Range(1000L, 100000000L));
+  bench_sub
+    ->add_option("--cost-rates", bench.cost_rates,
+                 "orders/s of the cost phase's fixed-rate runs (repeat or "
+                 "comma-separate)")
+    ->delimiter(',')
+    ->check(CLI::Range(1.0, 1e6));
+  bench_sub
+    ->add_option("--cost-seconds", bench.cost_seconds,
+                 "seconds of each cost run (0: skip the cost phase)")
+    ->check(CLI::Range(0, 3600));
+  bench_sub
+    ->add_option("--idle-seconds", bench.idle_seconds,
+                 "seconds the idle pipeline is measured in the cost phase")
+    ->check(CLI::Range(1, 3600));
   bench_sub
     ->add_option("--timeout", bench.timeout_s, "seconds to wait for each drain")
     ->check(CLI::Range(1, 86400));

@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -73,6 +74,13 @@ public:
       } catch (...) { // only from the caller's body/progress callbacks
         failure = std::current_exception();
       }
+      rusage self{};
+      ::getrusage(RUSAGE_THREAD, &self);
+      r_.generator_cpu_s = static_cast<double>(self.ru_utime.tv_sec) +
+                           self.ru_utime.tv_usec / 1e6 +
+                           static_cast<double>(self.ru_stime.tv_sec) +
+                           self.ru_stime.tv_usec / 1e6;
+      r_.generator_switches = self.ru_nvcsw + self.ru_nivcsw;
     });
     io.join();
     if (failure)

@@ -46,6 +46,10 @@ struct load_result {
   /// request's scheduled time, so a server that falls behind shows it in the
   /// latencies instead of hiding it (no coordinated omission).
   std::vector<double> latency_ms;
+  /// The generator's own thread: CPU (user + system) and context switches,
+  /// so a bench in the same process as the server can take them out.
+  double generator_cpu_s = 0;
+  long generator_switches = 0;
 
   double per_second() const; ///< answered_2xx / seconds
   /// p in [0,100], nearest-rank on latency_ms; 0 when empty.

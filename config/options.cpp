@@ -288,6 +288,12 @@ std::vector<option> make_options() {
   v.push_back(int_opt<int>(
     "database.port", [](settings& s) -> int& { return s.database.port; }, 0,
     65535, "port of the private cluster; 0 picks a free one"));
+  v.push_back(bool_opt(
+    "database.durable", [](settings& s) -> bool& { return s.database.durable; },
+    "the private cluster flushes every commit to disk (fsync, full-page "
+    "writes); false is for tests and throwaway runs: commits then survive a "
+    "process crash but not an operating-system crash, which can also "
+    "corrupt the cluster"));
   v.push_back(int_opt<int>(
     "database.connect-timeout-s",
     [](settings& s) -> int& { return s.database.connect_timeout_s; }, 1, 600,

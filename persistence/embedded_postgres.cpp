@@ -151,7 +151,8 @@ void wait_for_stale_postmaster(const std::string& data_dir) {
 } // namespace
 
 embedded_postgres::embedded_postgres(options opts)
-    : bin_dir_(std::move(opts.bin_dir)), port_(opts.port) {
+    : bin_dir_(std::move(opts.bin_dir)), port_(opts.port),
+      durable_(opts.durable) {
   std::error_code ec;
   fs::create_directories(opts.data_dir, ec);
   if (ec)
@@ -202,16 +203,41 @@ void embedded_postgres::start() {
     return;
   wait_for_stale_postmaster(data_dir_);
   auto log = data_dir_ + "/server.log";
-  // fsync is off: this cluster is for development and tests. Commits still
-  // reach the kernel, so they survive any process crash (not an OS crash).
-  // Commit timestamps let `eventforge bench` read end-to-end latencies from
-  // the database's own clocks (a few bytes per transaction).
-  pid_ = spawn({bin_dir_ + "/postgres", "-D", data_dir_, "-p",
-                std::to_string(port_), "-c", "listen_addresses=127.0.0.1", "-c",
-                "unix_socket_directories=", "-c", "fsync=off", "-c",
-                "full_page_writes=off", "-c", "max_connections=200", "-c",
-                "track_commit_timestamp=on"},
-               server_account(), log, SIGINT);
+  // Durable unless asked otherwise (database.durable): an accepted order
+  // must survive the machine, not just the process. Without durability a
+  // commit still waits for its WAL to reach the kernel (synchronous_commit
+  // stays on): with it off, a crash of the server alone lost the last
+  // commits (the database-outage test caught it). Commit timestamps let
+  // `eventforge bench` read end-to-end latencies from the database's own
+  // clocks (a few bytes per transaction).
+  const char* sync = durable_ ? "on" : "off";
+  std::vector<std::string> argv{bin_dir_ + "/postgres",
+                                "-D",
+                                data_dir_,
+                                "-p",
+                                std::to_string(port_),
+                                "-c",
+                                "listen_addresses=127.0.0.1",
+                                "-c",
+                                "unix_socket_directories=",
+                                "-c",
+                                std::string("fsync=") + sync,
+                                "-c",
+                                std::string("full_page_writes=") + sync,
+                                "-c",
+                                "synchronous_commit=on",
+                                "-c",
+                                "max_connections=200",
+                                "-c",
+                                "track_commit_timestamp=on"};
+  // Statement counts per query (`eventforge bench`'s cost phase, and any
+  // operator's pg_stat_statements view) where the server has the module;
+  // it costs a hash lookup per statement.
+  if (fs::exists(bin_dir_ + "/../lib/pg_stat_statements.so")) {
+    argv.push_back("-c");
+    argv.push_back("shared_preload_libraries=pg_stat_statements");
+  }
+  pid_ = spawn(argv, server_account(), log, SIGINT);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   auto conninfo = dsn() + "?connect_timeout=1";
   while (PQping(conninfo.c_str()) != PQPING_OK) {

@@ -16,6 +16,12 @@ public:
     std::string data_dir;                               ///< created if absent
     std::string bin_dir = "/usr/lib/postgresql/15/bin"; ///< initdb, postgres
     int port = 0;                                       ///< 0: pick a free one
+    /// Commits reach the disk (fsync and full-page writes, PostgreSQL's
+    /// defaults). false turns both off: commits then survive a crash of any
+    /// process (synchronous_commit stays on, so a commit's WAL is in the
+    /// kernel before it returns) but not an operating-system crash, and the
+    /// cluster can be corrupt after one. For tests and throwaway runs.
+    bool durable = true;
   };
 
   /// Initializes (if needed) and starts the cluster, waiting until it accepts
@@ -44,6 +50,7 @@ private:
   std::string data_dir_;
   std::string bin_dir_;
   int port_;
+  bool durable_;
   pid_t pid_ = -1;
 };
 

@@ -24,28 +24,42 @@ public:
 
 } // namespace
 
-// `seq + 0`: see migration 5 (only the partial index orders by it).
+// `seq + 0`: see migration 5 (only the partial index orders by it). The
+// epoch rides along (evaluated once per statement), so a batch costs no
+// separate read of it.
 const char* const sql::unsent =
   R"sql(
       SELECT seq, event_id, order_id, event_type, payload::text,
              coalesce(headers->>'traceparent', ''),
              to_char(created_at AT TIME ZONE 'UTC',
-                     'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+                     'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+             (SELECT max(epoch) FROM broker_epochs)
       FROM outbox WHERE shard = $1 AND sent_at IS NULL
       ORDER BY seq + 0 LIMIT $2)sql";
+// Alone in its statement: a statement's snapshot is taken when it starts, so
+// an epoch read in the same statement as the lock would predate an epoch
+// change that committed while this lock waited for it.
 const char* const sql::epoch_guard =
-  "SELECT pg_advisory_xact_lock_shared($1, 0), "
-  "(SELECT max(epoch) FROM broker_epochs)";
-const char* const sql::owns_shard =
-  "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND "
-  "classid = $1 AND objid = $2 AND objsubid = 2 AND granted AND "
-  "pid = pg_backend_pid()";
+  "SELECT pg_advisory_xact_lock_shared($1, 0)";
+// Epoch, ownership and the mark in one statement whose snapshot is taken
+// after the guard was granted. pg_locks is the lock manager's live state.
 const char* const sql::mark_sent =
-  "UPDATE outbox o SET sent_at = clock_timestamp(), "
-  "publish_attempts = publish_attempts + 1, last_error = NULL, "
-  "epoch = $1, kafka_partition = x.p, kafka_offset = x.o "
-  "FROM unnest($2::bigint[], $3::int[], $4::bigint[]) "
-  "AS x(seq, p, o) WHERE o.seq = x.seq AND o.sent_at IS NULL";
+  R"sql(
+      WITH now_is AS (
+        SELECT (SELECT max(epoch) FROM broker_epochs) AS epoch,
+               EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory'
+                       AND classid = $5 AND objid = $6 AND objsubid = 2
+                       AND granted AND pid = pg_backend_pid()) AS owner),
+      marked AS (
+        UPDATE outbox o SET sent_at = clock_timestamp(),
+               publish_attempts = publish_attempts + 1, last_error = NULL,
+               epoch = $1, kafka_partition = x.p, kafka_offset = x.o
+        FROM unnest($2::bigint[], $3::int[], $4::bigint[]) AS x(seq, p, o),
+             now_is
+        WHERE o.seq = x.seq AND o.sent_at IS NULL
+          AND now_is.epoch = $1 AND now_is.owner
+        RETURNING 1)
+      SELECT epoch, owner, (SELECT count(*) FROM marked) FROM now_is)sql";
 
 struct outbox_store::impl {
   std::unique_ptr<pqxx::connection> conn;
@@ -63,7 +77,6 @@ outbox_store::outbox_store(std::string dsn, int shard)
     // repair_store::begin_epoch): a mark either commits before the new
     // epoch exists, or sees it and refuses.
     c.prepare("epoch_guard", sql::epoch_guard);
-    c.prepare("owns_shard", sql::owns_shard);
     c.prepare("mark_sent", sql::mark_sent);
     c.prepare("record_failure",
               "UPDATE outbox SET publish_attempts = publish_attempts + 1, "
@@ -106,12 +119,15 @@ bool outbox_store::await_notify(int timeout_ms) {
   }
 }
 
-std::vector<outbox_row> outbox_store::unsent(int limit) {
-  std::vector<outbox_row> rows;
+outbox_batch outbox_store::unsent(int limit) {
+  outbox_batch batch;
+  auto& rows = batch.rows;
   try {
     pqxx::nontransaction t(*impl_->conn);
     auto r = t.exec_prepared("unsent", shard_, limit);
     rows.reserve(r.size());
+    if (!r.empty())
+      batch.epoch = r[0][7].as<int>();
     for (const auto& row : r) {
       outbox_row x;
       x.seq = row[0].as<std::int64_t>();
@@ -126,7 +142,7 @@ std::vector<outbox_row> outbox_store::unsent(int limit) {
   } catch (...) {
     rethrow_as_db_error();
   }
-  return rows;
+  return batch;
 }
 
 int outbox_store::current_epoch() {
@@ -151,15 +167,15 @@ mark_result outbox_store::mark_sent(int epoch,
   bool owner = true;
   try {
     pqxx::work w(*impl_->conn);
-    auto guard = w.exec_prepared1("epoch_guard", epoch_lock_class);
-    if (guard[1].as<int>() != epoch)
-      return mark_result::epoch_changed; // rolls back
-    owner = !w.exec_prepared("owns_shard", relay_lock_class, shard_).empty();
-    if (owner) {
-      w.exec_prepared("mark_sent", epoch, array_literal(seqs),
-                      array_literal(partitions), array_literal(offsets));
+    w.exec_prepared("epoch_guard", epoch_lock_class);
+    auto r = w.exec_prepared1("mark_sent", epoch, array_literal(seqs),
+                              array_literal(partitions), array_literal(offsets),
+                              relay_lock_class, shard_);
+    if (r[0].as<int>() != epoch)
+      return mark_result::epoch_changed; // marked nothing; rolls back
+    owner = r[1].as<bool>();
+    if (owner)
       w.commit();
-    }
   } catch (...) {
     rethrow_as_db_error();
   }

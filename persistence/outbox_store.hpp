@@ -12,13 +12,15 @@ namespace ef::persistence {
 /// SQL text the relay runs per batch, exposed so that `eventforge bench`
 /// hands the very same statements to pgbench.
 namespace sql {
-/// The claim: $1 shard, $2 limit.
+/// The claim, with the current broker epoch on every row: $1 shard, $2 limit.
 extern const char* const unsent;
-/// $1 epoch lock class.
+/// Shared with every other marker, exclusive for an epoch change: $1 epoch
+/// lock class.
 extern const char* const epoch_guard;
-/// $1 relay lock class, $2 shard.
-extern const char* const owns_shard;
-/// $1 epoch, $2 seqs, $3 partitions, $4 offsets (arrays).
+/// The mark, run after epoch_guard as a statement of its own: $1 epoch, $2
+/// seqs, $3 partitions, $4 offsets (arrays), $5 relay lock class, $6 shard.
+/// Returns the current epoch, whether this session holds the shard, and how
+/// many rows it marked (none unless both hold).
 extern const char* const mark_sent;
 } // namespace sql
 
@@ -33,6 +35,13 @@ struct sent_position {
   std::int64_t seq = 0;
   std::int32_t partition = 0;
   std::int64_t offset = 0;
+};
+
+/// The oldest unsent rows of a shard and the broker epoch current when they
+/// were read (one statement, before anything is published).
+struct outbox_batch {
+  int epoch = 0;
+  std::vector<outbox_row> rows;
 };
 
 /// What mark_sent() did.
@@ -56,12 +65,10 @@ public:
   /// true if one arrived.
   virtual bool await_notify(int timeout_ms) = 0;
 
-  /// The oldest unsent rows of the shard, in seq order.
-  virtual std::vector<outbox_row> unsent(int limit) = 0;
-
-  /// The current broker epoch; read before a batch is published, so the
-  /// batch's positions are recorded under the epoch they were made in.
-  virtual int current_epoch() = 0;
+  /// The oldest unsent rows of the shard, in seq order, with the current
+  /// broker epoch: read before the batch is published, so its positions are
+  /// recorded under the epoch they were made in.
+  virtual outbox_batch unsent(int limit) = 0;
 
   /// Marks exactly these rows sent at their positions under `epoch`
   /// (idempotent for rows already marked). Refuses if `epoch` is no longer
@@ -85,8 +92,9 @@ public:
 
   bool try_acquire_shard() override;
   bool await_notify(int timeout_ms) override;
-  std::vector<outbox_row> unsent(int limit) override;
-  int current_epoch() override;
+  outbox_batch unsent(int limit) override;
+  /// The current broker epoch on its own (tests, tools).
+  int current_epoch();
   mark_result mark_sent(int epoch,
                         const std::vector<sent_position>& acked) override;
   void record_failure(const std::vector<std::int64_t>& seqs,

@@ -19,10 +19,14 @@ runtime::runtime(const config::settings& cfg) : cfg_(cfg) {
     opts.data_dir = cfg.database.data_dir;
     opts.bin_dir = cfg.database.pg_bin_dir;
     opts.port = cfg.database.port;
+    opts.durable = cfg.database.durable;
     pg_ = std::make_unique<persistence::embedded_postgres>(opts);
     endpoints_.database_dsn = pg_->dsn();
     spdlog::info("started private PostgreSQL in {} at {}", pg_->data_dir(),
                  pg_->dsn());
+    if (!cfg.database.durable)
+      spdlog::warn("database.durable=false: commits are not flushed to disk; "
+                   "an operating-system crash can lose accepted orders");
   } else {
     endpoints_.database_dsn = cfg.database.url;
     spdlog::info("using PostgreSQL at {}",

@@ -1,8 +1,9 @@
 #include "app/tools/bench_runner.hpp"
 
-#include "app/tools/pipeline_host.hpp"
 #include "app/embedded/runtime.hpp"
+#include "app/tools/pipeline_host.hpp"
 #include "app/tools/verifier.hpp"
+#include "bench/cost.hpp"
 #include "bench/e2e_latency.hpp"
 #include "bench/http_load.hpp"
 #include "bench/pgbench.hpp"
@@ -272,6 +273,187 @@ double ratio(double a, double b) {
   return b > 0 ? a / b : 0;
 }
 
+/// Waits until every consumer applied `orders` more orders than `applied0`
+/// (read from the pipeline's own counters: the wait costs no query); false
+/// on timeout.
+bool await_applied(const telemetry& metrics, std::uint64_t applied0,
+                   long orders, std::size_t consumers, int timeout_s) {
+  auto want = applied0 + static_cast<std::uint64_t>(orders) * consumers;
+  auto started = clock::now();
+  while (metrics.sum("consumer_applied_total") < want) {
+    if (since(started) > timeout_s)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+/// (f): what an order costs, at fixed rates, and what the idle pipeline
+/// costs. The load generator runs in this process: its thread's own CPU and
+/// context switches are taken out of the process's.
+json cost_phase(const config::settings& cfg, const bench_plan& plan,
+                const endpoints& ep, const std::string& url,
+                const telemetry& metrics) {
+  auto& dsn = ep.database_dsn;
+  json out;
+  out["durability"] = bench::durability_of(dsn);
+  out["statements_counted"] = bench::enable_statement_counts(dsn);
+  auto pm = bench::postmaster_of(dsn);
+  auto consumers = cfg.consumer.enabled.size();
+  auto pg_delta = [](const std::optional<double>& a,
+                     const std::optional<double>& b) -> json {
+    return a && b ? json(*b - *a) : json(nullptr);
+  };
+
+  // Counters are read once the last phase's have been published (see
+  // bench::stats_settle_s); a run's end is read as soon as every order was
+  // applied for the processes, that long later for the database.
+  auto settle = [&] {
+    std::this_thread::sleep_for(std::chrono::seconds(plan.stats_settle_s));
+  };
+  auto sample = [&] {
+    auto s = bench::sample_processes(pm);
+    bench::sample_database(dsn, s);
+    return s;
+  };
+  spdlog::warn("bench: cost: the idle pipeline for {} s", plan.idle_seconds);
+  settle();
+  auto i0 = sample();
+  std::this_thread::sleep_for(std::chrono::seconds(plan.idle_seconds));
+  auto i1 = sample();
+  auto idle_s = i1.at_s - i0.at_s;
+  auto pg_idle = pg_delta(i0.postgres_cpu_s, i1.postgres_cpu_s);
+  out["idle"] = {
+    {"seconds", idle_s},
+    {"pipeline_cpu_percent_of_core",
+     100 * (i1.process_cpu_s - i0.process_cpu_s) / idle_s},
+    {"postgres_cpu_percent_of_core",
+     pg_idle.is_null() ? json(nullptr)
+                       : json(100 * pg_idle.get<double>() / idle_s)},
+    {"transactions_per_s",
+     static_cast<double>(i1.transactions - i0.transactions) / idle_s},
+    {"threads", i1.threads}};
+
+  json runs = json::array();
+  for (auto rate : plan.cost_rates) {
+    auto who = "cost" + std::to_string(static_cast<long>(rate));
+    spdlog::warn("bench: cost: {:.0f} orders/s for {} s", rate,
+                 plan.cost_seconds);
+    settle();
+    auto applied0 = metrics.sum("consumer_applied_total");
+    auto s0 = sample();
+    auto load = http_phase(url, 16, rate, plan.cost_seconds, who);
+    auto orders = load.answered_2xx;
+    bool applied =
+      await_applied(metrics, applied0, orders, consumers, plan.timeout_s);
+    auto s1 = bench::sample_processes(pm);
+    settle();
+    bench::sample_database(dsn, s1);
+    if (!applied || orders == 0) {
+      spdlog::error("bench: cost: {:.0f}/s: {} orders, not all applied", rate,
+                    orders);
+      runs.push_back({{"rate", rate}, {"orders", orders}, {"applied", false}});
+      continue;
+    }
+    auto n = static_cast<double>(orders);
+    auto pipeline_cpu =
+      s1.process_cpu_s - s0.process_cpu_s - load.generator_cpu_s;
+    // /proc/stat is sampled at each tick: it misses much of a workload of
+    // short wake-ups like this one, so the total below is the processes'
+    // own (precise) times, and the machine's figure is for reference.
+    auto machine_cpu =
+      s1.machine_busy_s - s0.machine_busy_s - load.generator_cpu_s;
+    auto pipeline_switches = static_cast<double>(
+      s1.process_switches - s0.process_switches - load.generator_switches);
+    auto pg_cpu = pg_delta(s0.postgres_cpu_s, s1.postgres_cpu_s);
+    json pg_switches = nullptr;
+    if (s0.postgres_switches && s1.postgres_switches)
+      pg_switches =
+        static_cast<double>(*s1.postgres_switches - *s0.postgres_switches) / n;
+    json statements = nullptr;
+    if (s0.statements && s1.statements)
+      statements = static_cast<double>(*s1.statements - *s0.statements) / n;
+    auto e2e =
+      bench::measure_e2e(dsn, "bench-" + who + "-%", cfg.consumer.enabled);
+    json per_consumer;
+    for (auto& [name, s] : e2e.consumers)
+      per_consumer[name] = to_json(s);
+    runs.push_back(
+      {{"rate", rate},
+       {"orders", orders},
+       {"applied", true},
+       {"orders_per_s", load.per_second()},
+       {"seconds", s1.at_s - s0.at_s},
+       {"cpu_ms_per_order",
+        {{"total", pg_cpu.is_null()
+                     ? json(nullptr)
+                     : json(1000 * (pipeline_cpu + pg_cpu.get<double>()) / n)},
+         {"machine_ticks", 1000 * machine_cpu / n},
+         {"pipeline", 1000 * pipeline_cpu / n},
+         {"postgres", pg_cpu.is_null()
+                        ? json(nullptr)
+                        : json(1000 * pg_cpu.get<double>() / n)}}},
+       {"context_switches_per_order",
+        {{"pipeline", pipeline_switches / n}, {"postgres", pg_switches}}},
+       {"transactions_per_order",
+        static_cast<double>(s1.transactions - s0.transactions) / n},
+       {"statements_per_order", statements},
+       {"rows_written_per_order",
+        static_cast<double>(s1.rows_written - s0.rows_written) / n},
+       {"threads", s1.threads},
+       {"e2e", {{"clock", e2e.clock}, {"consumers", per_consumer}}}});
+  }
+  out["runs"] = runs;
+  return out;
+}
+
+/// The cost phase's lines of the summary table.
+void print_cost(const json& cost) {
+  auto fmt = [](const json& x, const char* f) {
+    if (x.is_null())
+      return std::string("-");
+    char b[48];
+    std::snprintf(b, sizeof(b), f, x.get<double>());
+    return std::string(b);
+  };
+  std::printf("cost per order (%s; total = pipeline + PostgreSQL):\n",
+              cost["durability"].get<std::string>().c_str());
+  std::printf("  %-8s %-28s %-16s %-14s %-22s\n", "rate",
+              "CPU ms total/pipeline/pg", "ctx sw pipe/pg", "tx / stmts",
+              "e2e p50/p99 ms");
+  for (auto& r : cost["runs"]) {
+    if (!r.value("applied", false)) {
+      std::printf("  %-8s not all orders were applied\n",
+                  fmt(r["rate"], "%.0f/s").c_str());
+      continue;
+    }
+    auto& cpu = r["cpu_ms_per_order"];
+    auto& sw = r["context_switches_per_order"];
+    std::string e2e;
+    for (auto& [name, s] : r["e2e"]["consumers"].items())
+      e2e += (e2e.empty() ? "" : ", ") + fmt(s["p50_ms"], "%.1f") + "/" +
+             fmt(s["p99_ms"], "%.1f");
+    std::printf(
+      "  %-8s %-28s %-16s %-14s %-22s\n", fmt(r["rate"], "%.0f/s").c_str(),
+      (fmt(cpu["total"], "%.2f") + " / " + fmt(cpu["pipeline"], "%.2f") +
+       " / " + fmt(cpu["postgres"], "%.2f"))
+        .c_str(),
+      (fmt(sw["pipeline"], "%.0f") + " / " + fmt(sw["postgres"], "%.0f"))
+        .c_str(),
+      (fmt(r["transactions_per_order"], "%.1f") + " / " +
+       fmt(r["statements_per_order"], "%.1f"))
+        .c_str(),
+      e2e.c_str());
+  }
+  auto& idle = cost["idle"];
+  std::printf("  idle: pipeline %s%% of a core, PostgreSQL %s%%, %s "
+              "transactions/s, %d threads\n",
+              fmt(idle["pipeline_cpu_percent_of_core"], "%.1f").c_str(),
+              fmt(idle["postgres_cpu_percent_of_core"], "%.1f").c_str(),
+              fmt(idle["transactions_per_s"], "%.1f").c_str(),
+              idle["threads"].get<int>());
+}
+
 } // namespace
 
 int run_bench(const config::settings& cfg_in, const bench_plan& plan,
@@ -287,7 +469,10 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
                     {"clients", plan.clients},
                     {"rate", plan.rate},
                     {"backlog", plan.backlog},
-                    {"seed_orders", plan.seed_orders}};
+                    {"seed_orders", plan.seed_orders},
+                    {"cost_rates", plan.cost_rates},
+                    {"cost_seconds", plan.cost_seconds},
+                    {"idle_seconds", plan.idle_seconds}};
   report["embedded"] = {{"database", rt.database() != nullptr},
                         {"broker", rt.broker() != nullptr}};
 
@@ -347,6 +532,13 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
                        {"http", to_json(lat_load)},
                        {"published", to_json(e2e.published)},
                        {"consumers", per_consumer}};
+
+  // (f) before (d): the cost of an order on a pipeline that is not working
+  // off a backlog.
+  if (plan.cost_seconds > 0 && !plan.cost_rates.empty()) {
+    report["cost"] = cost_phase(cfg, plan, ep, pipe.url(), *registry);
+    wait_drained(cfg, ep, plan.timeout_s, "cost");
+  }
 
   // (d): a backlog written while the pipeline is stopped.
   backlog_figures bl;
@@ -468,6 +660,8 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
        num(bl.peak_rss_mib, " MiB"))
         .c_str());
   }
+  if (report.contains("cost"))
+    print_cost(report["cost"]);
   std::printf("%-46s %14s\n", "verifier: lost / doubled / violations",
               (std::to_string(report["verifier"]["lost"].get<long>()) + " / " +
                std::to_string(report["verifier"]["doubled"].get<long>()) +

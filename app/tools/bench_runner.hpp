@@ -24,6 +24,14 @@ struct bench_plan {
   /// Orders seeded into the scratch schema for the consumer and relay
   /// baselines.
   long seed_orders = 200000;
+  /// The cost phase: orders/s of each fixed-rate run, seconds of each (0:
+  /// no cost phase), and seconds the idle pipeline is watched.
+  std::vector<double> cost_rates{100, 400, 800};
+  int cost_seconds = 20;
+  int idle_seconds = 20;
+  /// Seconds between a cost run's end and the read of the database's
+  /// counters, which idle backends publish within 10 s (bench/cost.hpp).
+  int stats_settle_s = 11;
   int timeout_s = 7200;    ///< bound on each wait for the pipeline to drain
   std::string report_path; ///< JSON report, if set
 };

@@ -81,14 +81,14 @@ struct fake_outbox : persistence::relay_outbox {
     w->waited(timeout_ms);
     return false;
   }
-  std::vector<persistence::outbox_row> unsent(int limit) override {
-    std::vector<persistence::outbox_row> out;
+  persistence::outbox_batch unsent(int limit) override {
+    persistence::outbox_batch out;
+    out.epoch = w->epoch;
     for (auto& r : w->rows)
-      if (!r.sent && static_cast<int>(out.size()) < limit)
-        out.push_back({r.seq, r.ev});
+      if (!r.sent && static_cast<int>(out.rows.size()) < limit)
+        out.rows.push_back({r.seq, r.ev});
     return out;
   }
-  int current_epoch() override { return w->epoch; }
   persistence::mark_result
   mark_sent(int epoch,
             const std::vector<persistence::sent_position>& acked) override {

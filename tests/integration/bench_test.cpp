@@ -24,6 +24,10 @@ TEST_CASE("bench_runs_every_phase_reports_its_figures_and_leaves_every_"
   plan.rate = 50;
   plan.backlog = 3000;
   plan.seed_orders = 2400;
+  plan.cost_rates = {50};
+  plan.cost_seconds = 1;
+  plan.idle_seconds = 1;
+  plan.stats_settle_s = 1; // the counters may lag: only their presence counts
   plan.timeout_s = 120;
   plan.report_path = dir.path + "/report.json";
   REQUIRE(app::run_bench(cfg, plan) == 0);
@@ -50,6 +54,19 @@ TEST_CASE("bench_runs_every_phase_reports_its_figures_and_leaves_every_"
   CHECK(lat["published"]["samples"] == lat_orders);
   for (auto& c : cfg.consumer.enabled)
     CHECK(lat["consumers"][c]["samples"] == lat_orders);
+  // The cost phase: every order applied, figures from the kernel's and
+  // PostgreSQL's counters (the test server runs on this machine).
+  auto& cost = r["cost"]["runs"][0];
+  REQUIRE(cost["applied"] == true);
+  auto cost_orders = cost["orders"].get<long>();
+  CHECK(cost_orders > 0);
+  CHECK(cost["cpu_ms_per_order"]["pipeline"].get<double>() > 0);
+  CHECK(cost["cpu_ms_per_order"]["postgres"].get<double>() > 0);
+  CHECK(cost["transactions_per_order"].get<double>() > 0);
+  CHECK(cost["rows_written_per_order"].get<double>() > 0);
+  for (auto& c : cfg.consumer.enabled)
+    CHECK(cost["e2e"]["consumers"][c]["samples"] == cost_orders);
+  CHECK(r["cost"]["idle"]["threads"].get<long>() > 0);
   auto& backlog = r["backlog"];
   CHECK(backlog["drained"] == true);
   CHECK(backlog["effects_per_s"].get<double>() > 0);
@@ -60,7 +77,7 @@ TEST_CASE("bench_runs_every_phase_reports_its_figures_and_leaves_every_"
 
   // Durable state: the orders the report counts, nothing from the pgbench
   // baselines (their scratch schema is gone), each event applied once.
-  auto orders = http_orders + lat_orders + plan.backlog;
+  auto orders = http_orders + lat_orders + cost_orders + plan.backlog;
   CHECK(db.scalar<long>("SELECT count(*) FROM orders") == orders);
   CHECK(db.scalar<long>("SELECT count(*) FROM outbox") == orders);
   CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") ==

@@ -6,6 +6,7 @@
 #include "kafka/broker_probe.hpp"
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"
+#include "persistence/lock_classes.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/order_store.hpp"
 #include "persistence/outbox_store.hpp"
@@ -18,6 +19,7 @@
 #include <atomic>
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 using namespace ef;
@@ -370,6 +372,42 @@ TEST_CASE("a_relay_marks_nothing_without_its_shard_lock_or_after_the_broker_"
   CHECK(db.scalar<std::string>("SELECT epoch || '/' || kafka_partition || '/' "
                                "|| kafka_offset FROM outbox") == "2/3/42");
   (void)o;
+}
+
+TEST_CASE("a_mark_that_waited_for_an_epoch_change_sees_the_new_epoch_and_"
+          "marks_nothing") {
+  test::database db;
+  persistence::migrate(db.dsn());
+  persistence::order_store orders(db.dsn(), 1);
+  orders.create({"race", {{"sku", 1, 100}}, "", "", ""});
+  auto seq = db.scalar<std::int64_t>("SELECT seq FROM outbox");
+  persistence::outbox_store relay(db.dsn(), 0);
+  REQUIRE(relay.try_acquire_shard());
+  auto epoch = relay.current_epoch();
+  // An epoch change holds its exclusive lock (as repair_store::begin_epoch
+  // does) while the relay, its batch acknowledged, comes to mark it.
+  pqxx::connection changer(db.dsn());
+  pqxx::work change(changer);
+  change.exec_params("SELECT pg_advisory_xact_lock($1, 0)",
+                     persistence::epoch_lock_class);
+  change.exec("INSERT INTO broker_epochs (epoch, reason) SELECT max(epoch) + "
+              "1, 'test: broker replaced' FROM broker_epochs");
+  std::optional<persistence::mark_result> result;
+  std::thread marker([&] { result = relay.mark_sent(epoch, {{seq, 0, 7}}); });
+  // The mark is queued behind the lock; then the new epoch commits.
+  bool waiting = test::wait_until([&] {
+    return db.scalar<long>("SELECT count(*) FROM pg_stat_activity WHERE "
+                           "wait_event = 'advisory'") == 1;
+  });
+  change.commit();
+  marker.join();
+  REQUIRE(waiting);
+  // It must read the epoch after the lock is granted: the rows it would
+  // have marked belong to a broker lifetime that is over.
+  REQUIRE(result.has_value());
+  CHECK(*result == persistence::mark_result::epoch_changed);
+  CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") ==
+        1);
 }
 
 TEST_CASE("a_drain_that_cannot_finish_stops_at_its_timeout_and_a_second_"

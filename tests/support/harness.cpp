@@ -104,6 +104,8 @@ temp_dir::~temp_dir() {
 database::database() {
   persistence::embedded_postgres::options opts;
   opts.data_dir = dir_.path + "/pg";
+  // Throwaway clusters: no flush per commit (database.durable=false).
+  opts.durable = false;
   pg_ = std::make_unique<persistence::embedded_postgres>(opts);
 }
 
