@@ -80,6 +80,18 @@ void declare_series(telemetry& m, const config::settings& cfg) {
           "consumer_rebalances_total", "consumer_positions_lost_total",
           "consumer_fetch_stalls_total", "consumer_deferred_total"})
       m.declare(name, {{"consumer", c}});
+  for (auto& c : cfg.consumer.enabled)
+    for (auto name : {"consumer_batch_size", "consumer_handler_seconds",
+                      "end_to_end_seconds"})
+      m.declare(name, {{"consumer", c}});
+  for (auto name : {"api_batch_size", "relay_batch_size",
+                    "relay_publish_ack_seconds", "relay_claim_to_mark_seconds"})
+    m.declare(name);
+  // Every kind of supervised actor, by the reason classes a restart has.
+  for (auto kind : {"supervisor", "api", "relay", "group-member", "partition",
+                    "dlq-handler", "gauge-sampler", "janitor", "repairer"})
+    for (auto reason : {"injected", "db_unavailable", "exception"})
+      m.declare("actor_restarts_total", {{"kind", kind}, {"reason", reason}});
   for (int s = 0; s < cfg.relay.shards; ++s) {
     auto shard = std::to_string(s);
     m.declare("relay_published_total", {{"shard", shard}});

@@ -102,11 +102,16 @@ std::chrono::milliseconds relay_shard_state::round() {
   // A full batch means more may be waiting: query again right away.
   if (static_cast<int>(rows.size()) == batch_size)
     notified = true;
+  auto claimed_at = std::chrono::steady_clock::now();
   if (!publish(batch.epoch, rows)) {
     notified = true;
     return publish_wait->failed();
   }
   publish_wait->succeeded();
+  ctx->metrics->observe(
+    "relay_claim_to_mark_seconds", {},
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - claimed_at)
+      .count());
   return 0ms;
 }
 

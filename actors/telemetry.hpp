@@ -48,8 +48,9 @@ public:
   /// Adds `n` to the counter `name{labels}`.
   void add(const std::string& name, const labels& l = {}, std::uint64_t n = 1);
 
-  /// Makes the counter series `name{labels}` exist with 0 if it does not,
-  /// so rate() and alerts work before the first event.
+  /// Makes the counter or histogram series `name{labels}` exist with 0 (no
+  /// observation) if it does not, so rate() and alerts work before the
+  /// first event.
   void declare(const std::string& name, const labels& l = {});
 
   /// Sets the gauge `name{labels}`.
@@ -68,7 +69,9 @@ public:
   std::uint64_t sum(const std::string& name, const labels& match = {}) const;
 
   /// The Prometheus text exposition (version 0.0.4) of every metric in the
-  /// registry (a host's own included), with HELP and TYPE lines.
+  /// registry (a host's own included), with HELP and TYPE lines, and the
+  /// process_* families (actors/process_metrics.hpp) unless the registry
+  /// has them.
   std::string render_prometheus() const;
 
   /// Renders a series key: name{k1="v1",k2="v2"}.
@@ -80,6 +83,8 @@ private:
   /// The series `key` of `name`, created in its family on first use; null
   /// if `name` is not in the catalog (or has another type). Needs mtx_.
   prometheus::Counter* counter(const std::string& name, const labels& l);
+  /// The same for a histogram series.
+  prometheus::Histogram* histogram(const std::string& name, const labels& l);
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<families> families_;

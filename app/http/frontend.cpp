@@ -1,12 +1,12 @@
 #include "app/http/frontend.hpp"
 
 #include "actors/order_validation.hpp"
-#include "app/page/scenarios.hpp"
 #include "app/http/order_request.hpp"
 #include "app/http/server.hpp"
-#include "app/page/ops_view.hpp"
 #include "app/page/assets.hpp"
+#include "app/page/ops_view.hpp"
 #include "app/page/recovery_view.hpp"
+#include "app/page/scenarios.hpp"
 #include "config/options.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/api_error.hpp"
@@ -699,10 +699,12 @@ int http_frontend::start() {
   limits.max_connections = static_cast<size_t>(c.max_connections);
   auto metrics = impl_->metrics;
   auto routes = impl_->routes();
-  for (auto& label : routes.labels())
+  for (auto& label : routes.labels()) {
     for (auto status : {"2xx", "4xx", "5xx"})
       metrics->declare("http_requests_total",
                        {{"route", label}, {"status", status}});
+    metrics->declare("http_request_duration_seconds", {{"route", label}});
+  }
   for (auto name : accept_error_names)
     metrics->declare("http_accept_errors_total", {{"error", name}});
   metrics->declare("http_connections_rejected_total");

@@ -98,6 +98,59 @@ TEST_CASE("metrics_pass_promtool_and_no_label_is_an_order_or_event_id") {
                  R"(http_requests_total{route="/orders",status="2xx"})") == 5);
 }
 
+TEST_CASE("a_fresh_tree_exports_every_series_at_zero_and_the_end_to_end_"
+          "count_equals_the_effects_applied") {
+  obs_fixture f;
+  // Before the first order: every known series is there, at 0, so rates
+  // and alerts read 0 instead of "no data".
+  auto fresh = scrape(f.t->url());
+  for (auto& c : f.cfg.consumer.enabled) {
+    auto who = "{consumer=\"" + c + "\"}";
+    for (auto h : {"end_to_end_seconds", "consumer_handler_seconds",
+                   "consumer_batch_size"})
+      CHECK(present(fresh, std::string(h) + "_count" + who) == 0);
+    CHECK(present(fresh, "consumer_applied_total" + who) == 0);
+  }
+  for (auto h : {"api_batch_size", "relay_batch_size",
+                 "relay_publish_ack_seconds", "relay_claim_to_mark_seconds"})
+    CHECK(present(fresh, std::string(h) + "_count") == 0);
+  CHECK(
+    present(fresh, R"(http_request_duration_seconds_count{route="/orders"})") ==
+    0);
+  CHECK(present(
+          fresh,
+          R"(actor_restarts_total{kind="partition",reason="exception"})") == 0);
+  // The process's own figures.
+  CHECK(present(fresh, "process_cpu_seconds_total") > 0);
+  CHECK(present(fresh, "process_resident_memory_bytes") > 0);
+  CHECK(present(fresh, "process_open_fds") > 0);
+  CHECK(present(fresh, "process_threads") > 1);
+  CHECK(present(fresh, "process_start_time_seconds") > 1.7e9);
+  test::temp_dir dir;
+  std::ofstream(dir.path + "/fresh.txt") << fresh;
+  auto [code, out] =
+    test::run_command("promtool check metrics < " + dir.path + "/fresh.txt");
+  INFO(out);
+  CHECK(code == 0);
+
+  for (int i = 0; i < 7; ++i)
+    f.place("e2e" + std::to_string(i));
+  REQUIRE(test::wait_until([&] {
+    return test::quiescent(f.db, f.cfg, f.broker.bootstrap_servers());
+  }));
+  auto text = scrape(f.t->url());
+  // One end-to-end observation per effect a consumer applied, no more.
+  for (auto& c : f.cfg.consumer.enabled) {
+    auto effects = f.db.scalar<long>(
+      "SELECT count(*) FROM business_effects WHERE consumer = '" + c + "'");
+    CHECK(effects == 7);
+    CHECK(present(text, "end_to_end_seconds_count{consumer=\"" + c + "\"}") ==
+          effects);
+  }
+  CHECK(present(text, "relay_claim_to_mark_seconds_count") > 0);
+  CHECK(present(text, "api_batch_size_sum") == 7);
+}
+
 TEST_CASE("broker_outage_grows_the_outbox_age_and_publish_errors_then_the_"
           "backlog_drains_to_zero") {
   obs_fixture f;

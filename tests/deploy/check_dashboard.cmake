@@ -1,0 +1,56 @@
+cmake_minimum_required(VERSION 3.22)
+# cmake -DDASHBOARD=deploy/grafana/eventforge.json -DWORK=dir -DPROMTOOL=...
+#   -P check_dashboard.cmake
+# The dashboard's shape (what Grafana needs to load it: a title, a uid,
+# panels with unique ids and a grid position, every graph with at least one
+# target that has an expression) and every expression parsed by Prometheus'
+# own parser: each becomes a recording rule that `promtool check rules`
+# reads.
+file(READ "${DASHBOARD}" json)
+foreach(key title uid schemaVersion)
+  string(JSON value ERROR_VARIABLE err GET "${json}" ${key})
+  if(err)
+    message(FATAL_ERROR "dashboard: no ${key}: ${err}")
+  endif()
+endforeach()
+string(JSON n LENGTH "${json}" panels)
+if(n EQUAL 0)
+  message(FATAL_ERROR "dashboard: no panels")
+endif()
+set(rules "groups:\n  - name: dashboard\n    rules:\n")
+set(ids "")
+set(exprs 0)
+math(EXPR last "${n} - 1")
+foreach(i RANGE ${last})
+  string(JSON id GET "${json}" panels ${i} id)
+  string(JSON title GET "${json}" panels ${i} title)
+  string(JSON type GET "${json}" panels ${i} type)
+  string(JSON w GET "${json}" panels ${i} gridPos w)
+  if(id IN_LIST ids)
+    message(FATAL_ERROR "dashboard: panel id ${id} used twice")
+  endif()
+  list(APPEND ids ${id})
+  if(type STREQUAL "row")
+    continue()
+  endif()
+  string(JSON targets ERROR_VARIABLE err LENGTH "${json}" panels ${i} targets)
+  if(err OR targets EQUAL 0)
+    message(FATAL_ERROR "dashboard: panel '${title}' has no target")
+  endif()
+  math(EXPR tlast "${targets} - 1")
+  foreach(t RANGE ${tlast})
+    string(JSON expr GET "${json}" panels ${i} targets ${t} expr)
+    # YAML block scalar: the expression verbatim.
+    string(APPEND rules "      - record: dashboard:panel_${id}_${t}\n"
+                        "        expr: |\n          ${expr}\n")
+    math(EXPR exprs "${exprs} + 1")
+  endforeach()
+endforeach()
+file(MAKE_DIRECTORY "${WORK}")
+file(WRITE "${WORK}/dashboard.rules.yml" "${rules}")
+execute_process(COMMAND "${PROMTOOL}" check rules "${WORK}/dashboard.rules.yml"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "dashboard: an expression does not parse:\n${out}")
+endif()
+message(STATUS "dashboard: ${n} panels, ${exprs} expressions, all parse")
