@@ -112,9 +112,15 @@ void dlq_handler_state::poll_once() {
     // nothing, so reread what is left; storing an entry twice is a no-op.
     std::map<std::int32_t, std::int64_t> from_start;
     for (auto& [p, offset] : lost) {
-      spdlog::info("dlq: partition {} position {} is not on the broker; "
-                   "rereading from the log start",
-                   p, offset);
+      // -1: nothing read yet (a first start), not a loss: debug only.
+      if (offset < 0)
+        spdlog::debug("dlq: partition {} has no position yet; reading from "
+                      "the log start",
+                      p);
+      else
+        spdlog::info("dlq: partition {} position {} is not on the broker; "
+                     "rereading from the log start",
+                     p, offset);
       from_start[p] = -1;
     }
     consumer->restart_at(from_start, {});

@@ -69,9 +69,9 @@ settled_position settle_lost_position(gap_ledger& ledger,
                  marks.low, marks.high, from, to, gap.at_risk, consumer,
                  gap.epoch, marks.low);
   } else {
-    spdlog::info("{}: partition {}: no committed offset; starting at the log "
-                 "start ({})",
-                 consumer, p, marks.low);
+    spdlog::debug("{}: partition {}: no committed offset; starting at the log "
+                  "start ({})",
+                  consumer, p, marks.low);
   }
   return out;
 }

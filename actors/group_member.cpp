@@ -39,10 +39,15 @@ void group_member_state::on_assigned(const std::vector<std::int32_t>& parts) {
   assignments->assigned(!parts.empty());
   // Their pause state was set before the assignment (starts_paused): a
   // pause or resume now could race the fetch start librdkafka issues.
+  // One line per assignment at info; the per-partition detail (where each
+  // starts) is at debug.
+  std::string list;
   for (auto p : parts) {
-    spdlog::info("{}: assigned partition {}", consumer_name, p);
+    list += (list.empty() ? "" : ", ") + std::to_string(p);
     begin_partition(p, false);
   }
+  if (!parts.empty())
+    spdlog::info("{}: assigned partition(s) {}", consumer_name, list);
 }
 
 void group_member_state::begin_partition(std::int32_t p, bool replace) {

@@ -79,7 +79,7 @@ std::chrono::milliseconds relay_shard_state::round() {
     owner = store->try_acquire_shard();
     if (!owner)
       return ownership_retry;
-    spdlog::info("relay {}: acquired shard", shard);
+    spdlog::debug("relay {}: acquired shard", shard);
   }
   auto now = clock->now();
   if (!notified && now < next_query) {

@@ -14,6 +14,10 @@ ops_view read_ops_view(const config::settings& cfg, const std::string& dsn,
   ops_view v;
   v.rows = persistence::read_ops_rows(dsn);
   v.repair = persistence::repair_store(dsn).summary();
+  if (brokers.empty()) {
+    v.broker_not_read = "no --kafka.brokers given";
+    return v;
+  }
   kafka::offset_reader broker(brokers);
   v.lag = read_lag(cfg, broker, 10000);
   return v;
@@ -46,6 +50,8 @@ std::string to_text(const ops_view& v, const config::settings& cfg) {
         << (i == v.rows.shard_owners.end() ? "UNOWNED" : i->second);
   }
   out << "\n";
+  if (!v.broker_not_read.empty())
+    out << "consumer lag: not read (" << v.broker_not_read << ")\n";
   for (auto& [consumer, parts] : v.lag) {
     long long total = 0;
     for (auto& p : parts)

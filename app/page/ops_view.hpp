@@ -18,9 +18,12 @@ struct ops_view {
   persistence::ops_rows rows;
   persistence::repair_summary repair;
   lag_by_consumer lag;
+  /// Why the broker's part (lag) was not read; empty when it was.
+  std::string broker_not_read;
 };
 
-/// Reads the view; throws if the database or broker cannot be read.
+/// Reads the view; throws if the database or broker cannot be read. With
+/// no `brokers` only the database's part is read (broker_not_read says so).
 ops_view read_ops_view(const config::settings& cfg, const std::string& dsn,
                        const std::string& brokers);
 

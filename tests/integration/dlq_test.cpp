@@ -378,6 +378,33 @@ TEST_CASE("dlq_command_line_lists_groups_and_replays_a_whole_group") {
   CHECK(lc == 0);
   // One failure shape, six entries: a single group.
   CHECK(list.find(": 6 parked") != std::string::npos);
+  // Listing, showing and status read the database alone: no broker needed.
+  // A replay publishes, so it needs one, and without it changes nothing.
+  auto db_only =
+    test::eventforge_binary() + " dlq --database.url='" + f.db.dsn() + "'";
+  auto [nc, no_broker] = test::run_command(db_only + " list");
+  CHECK(nc == 0);
+  CHECK(no_broker == list);
+  auto first = f.db.scalar<long>("SELECT min(id) FROM dlq_events");
+  auto [sc, shown] =
+    test::run_command(db_only + " show " + std::to_string(first));
+  CHECK(sc == 0);
+  CHECK(shown.find("\"status\":\"parked\"") != std::string::npos);
+  auto [pc, refused] =
+    test::run_command(db_only + " replay " + std::to_string(first));
+  CHECK(pc == 2);
+  CHECK(refused.find("dlq replay needs --database.url and --kafka.brokers") !=
+        std::string::npos);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE status = 'parked'") ==
+        6);
+  CHECK(f.count("SELECT count(*) FROM dlq_actions") == 0);
+  auto [tc, status] = test::run_command(
+    test::eventforge_binary() + " status --database.url='" + f.db.dsn() + "'");
+  INFO(status);
+  CHECK(tc == 0);
+  CHECK(status.find("dlq: 6 parked") != std::string::npos);
+  CHECK(status.find("consumer lag: not read (no --kafka.brokers given)") !=
+        std::string::npos);
   auto fingerprint =
     f.db.scalar<std::string>("SELECT DISTINCT fingerprint FROM dlq_events");
   auto [dc, dry] =

@@ -201,3 +201,44 @@ TEST_CASE("serve_shows_no_password_of_its_dsn_and_takes_its_admin_token_from_"
   CHECK(all.find("pw-never-shown") == std::string::npos);
   CHECK(all.find("token-never-shown") == std::string::npos);
 }
+
+TEST_CASE("serve_on_the_embedded_defaults_starts_with_at_most_eight_info_"
+          "lines") {
+  test::temp_dir dir;
+  auto log = dir.path + "/serve.log";
+  // The embedded defaults: a private cluster and an in-process broker.
+  test::child_process serve({test::eventforge_binary(), "serve",
+                             "--http.port=0",
+                             "--database.data-dir=" + dir.path + "/pg"},
+                            log);
+  auto ready = serve.await_line("ready");
+  auto url = test::ready_field(ready, "http");
+  REQUIRE_FALSE(url.empty());
+  // The start is over once an order went all the way through: both
+  // consumers were assigned their partitions and applied it, and the DLQ
+  // handler read its topic.
+  REQUIRE(
+    test::post_json(url, "/orders", test::order_body("quiet", 1, 100)).first ==
+    201);
+  pqxx::connection db(test::ready_field(ready, "database"));
+  auto applied = [&] {
+    pqxx::nontransaction t(db);
+    return t.exec1("SELECT count(*) FROM processed_events")[0].as<int>() == 2;
+  };
+  REQUIRE(test::wait_until(applied, std::chrono::seconds(60)));
+  serve.signal(SIGTERM);
+  CHECK(serve.wait() == 0);
+  std::ifstream in(log);
+  std::string line, start;
+  int info = 0;
+  while (std::getline(in, line)) {
+    if (line.find("shutting down") != std::string::npos)
+      break; // the stop's own lines are not the start's
+    if (line.find("[info]") != std::string::npos) {
+      ++info;
+      start += line + "\n";
+    }
+  }
+  INFO(start);
+  CHECK(info <= 8);
+}
