@@ -84,8 +84,9 @@ void declare_series(telemetry& m, const config::settings& cfg) {
     for (auto name : {"consumer_batch_size", "consumer_handler_seconds",
                       "end_to_end_seconds"})
       m.declare(name, {{"consumer", c}});
-  for (auto name : {"api_batch_size", "relay_batch_size",
-                    "relay_publish_ack_seconds", "relay_claim_to_mark_seconds"})
+  for (auto name :
+       {"api_batch_size", "relay_batch_size", "relay_publish_ack_seconds",
+        "relay_claim_to_mark_seconds", "outbox_publish_delay_seconds"})
     m.declare(name);
   // Every kind of supervised actor, by the reason classes a restart has.
   for (auto kind : {"supervisor", "api", "relay", "group-member", "partition",

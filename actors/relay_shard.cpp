@@ -3,6 +3,7 @@
 #include "actors/crash_log.hpp"
 #include "actors/event_log.hpp"
 #include "actors/round_loop.hpp"
+#include "messages/ids.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -163,6 +164,8 @@ bool relay_shard_state::publish(
           "relay " + std::to_string(shard) + ": delivery gap after seq " +
           std::to_string(failed.front()) + " (" + first_error + ")");
       acked.push_back({rows[i].seq, reports[i].partition, reports[i].offset});
+      ctx->metrics->observe("outbox_publish_delay_seconds", {},
+                            seconds_since_rfc3339(rows[i].event.occurred_at));
       event_log::hop("acked", rows[i].event.order_id, rows[i].event.event_id,
                      rows[i].event.traceparent);
     } else {

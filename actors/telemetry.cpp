@@ -82,6 +82,12 @@ const std::map<std::string, family>& catalog() {
       "Time from handing a batch to the producer until "
       "every delivery report arrived.",
       &latency_buckets}},
+    {"outbox_publish_delay_seconds",
+     {kind::histogram,
+      "Time from an outbox row's insert until the broker acknowledged its "
+      "record (database and process clocks; one observation per "
+      "acknowledged row).",
+      &latency_buckets}},
     {"relay_claim_to_mark_seconds",
      {kind::histogram,
       "Time from reading a batch of unsent rows until they were marked sent "

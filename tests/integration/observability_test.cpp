@@ -111,8 +111,9 @@ TEST_CASE("a_fresh_tree_exports_every_series_at_zero_and_the_end_to_end_"
       CHECK(present(fresh, std::string(h) + "_count" + who) == 0);
     CHECK(present(fresh, "consumer_applied_total" + who) == 0);
   }
-  for (auto h : {"api_batch_size", "relay_batch_size",
-                 "relay_publish_ack_seconds", "relay_claim_to_mark_seconds"})
+  for (auto h :
+       {"api_batch_size", "relay_batch_size", "relay_publish_ack_seconds",
+        "relay_claim_to_mark_seconds", "outbox_publish_delay_seconds"})
     CHECK(present(fresh, std::string(h) + "_count") == 0);
   CHECK(
     present(fresh, R"(http_request_duration_seconds_count{route="/orders"})") ==
@@ -148,6 +149,8 @@ TEST_CASE("a_fresh_tree_exports_every_series_at_zero_and_the_end_to_end_"
           effects);
   }
   CHECK(present(text, "relay_claim_to_mark_seconds_count") > 0);
+  // One per acknowledged row: each of the 7 was published once.
+  CHECK(present(text, "outbox_publish_delay_seconds_count") == 7);
   CHECK(present(text, "api_batch_size_sum") == 7);
 }
 

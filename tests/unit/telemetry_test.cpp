@@ -28,7 +28,11 @@ TEST_CASE("a_host_registry_exports_eventforge_series_beside_its_own") {
   metrics.observe("consumer_batch_size", {{"consumer", "billing"}}, 3);
 
   auto text = prometheus::TextSerializer{}.Serialize(registry->Collect());
-  CHECK(text == metrics.render_prometheus());
+  // /metrics is the registry's exposition, then the process's own figures.
+  auto rendered = metrics.render_prometheus();
+  CHECK(rendered.rfind(text, 0) == 0);
+  CHECK(rendered.find("\nprocess_cpu_seconds_total ", text.size() - 1) !=
+        std::string::npos);
   CHECK(text.find("\nhost_orders_placed_total 3\n") != std::string::npos);
   CHECK(text.find("\napi_orders_total 2\n") != std::string::npos);
   // Labels come out sorted by name, whatever order the caller gave.
@@ -43,6 +47,24 @@ TEST_CASE("a_host_registry_exports_eventforge_series_beside_its_own") {
   CHECK(counters.at(
           R"(actor_restarts_total{reason="injected",kind="relay"})") == 1);
   CHECK(metrics.sum("api_orders_total") == 2);
+}
+
+TEST_CASE("a_host_that_exports_process_metrics_itself_gets_them_once") {
+  auto registry = std::make_shared<prometheus::Registry>();
+  prometheus::BuildCounter()
+    .Name("process_cpu_seconds_total")
+    .Help("the host's own")
+    .Register(*registry)
+    .Add({})
+    .Increment(5);
+  telemetry metrics(registry);
+  auto text = metrics.render_prometheus();
+  CHECK(text.find("the host's own") != std::string::npos);
+  auto first = text.find("# TYPE process_cpu_seconds_total");
+  REQUIRE(first != std::string::npos);
+  CHECK(text.find("# TYPE process_cpu_seconds_total", first + 1) ==
+        std::string::npos);
+  CHECK(text.find("process_resident_memory_bytes") == std::string::npos);
 }
 
 TEST_CASE("a_registry_holding_an_eventforge_name_with_another_type_is_"
