@@ -314,6 +314,35 @@ telemetry::positive_gauges(const std::string& name) const {
   return out;
 }
 
+telemetry::histogram_state
+telemetry::histogram_total(const std::string& name, const labels& match) const {
+  histogram_state out;
+  for (auto& family : registry_->Collect()) {
+    if (family.name != name)
+      continue;
+    for (auto& m : family.metric) {
+      bool matches = true;
+      for (auto& [k, v] : match) {
+        bool found = false;
+        for (auto& l : m.label)
+          found |= l.name == k && l.value == v;
+        matches &= found;
+      }
+      if (!matches)
+        continue;
+      out.count += m.histogram.sample_count;
+      out.sum += m.histogram.sample_sum;
+      auto& b = m.histogram.bucket;
+      if (out.buckets.empty())
+        for (auto& x : b)
+          out.buckets.emplace_back(x.upper_bound, 0);
+      for (size_t i = 0; i < b.size() && i < out.buckets.size(); ++i)
+        out.buckets[i].second += b[i].cumulative_count;
+    }
+  }
+  return out;
+}
+
 std::string telemetry::render_prometheus() const {
   auto families = registry_->Collect();
   // The process's own figures, unless the host's registry exports them.

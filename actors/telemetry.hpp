@@ -68,6 +68,19 @@ public:
   /// Sum of every counter series of `name` whose labels include `match`.
   std::uint64_t sum(const std::string& name, const labels& match = {}) const;
 
+  /// A histogram as it stands: observations, their sum, and the cumulative
+  /// count at each upper bound (the last bound is +Inf).
+  struct histogram_state {
+    std::uint64_t count = 0;
+    double sum = 0;
+    std::vector<std::pair<double, std::uint64_t>> buckets;
+  };
+
+  /// Every series of histogram `name` whose labels include `match`, added
+  /// up (they share the catalog's bounds).
+  histogram_state histogram_total(const std::string& name,
+                                  const labels& match = {}) const;
+
   /// The Prometheus text exposition (version 0.0.4) of every metric in the
   /// registry (a host's own included), with HELP and TYPE lines, and the
   /// process_* families (actors/process_metrics.hpp) unless the registry

@@ -13,5 +13,5 @@ ctest --test-dir "$build_dir" -j "${EF_TEST_JOBS:-$((2 * $(nproc)))}" \
   --output-on-failure "$@"
 # A short, time-bounded fuzz run of the order parser (libFuzzer, clang);
 # EF_FUZZ_SECONDS=0 skips it.
-fuzz_seconds=${EF_FUZZ_SECONDS:-60}
+fuzz_seconds=${EF_FUZZ_SECONDS:-30}
 if [ "$fuzz_seconds" -gt 0 ]; then bash scripts/fuzz.sh "$fuzz_seconds"; fi

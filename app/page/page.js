@@ -277,6 +277,7 @@ function renderOverview(o) {
   const database = o.database || (Number.isInteger(o.orders) ? { ok: true } : null);
   renderHealth(byId('ov-database'), database, () => 'ok');
   renderOverviewConsumers(Array.isArray(o.consumers) ? o.consumers : null);
+  renderStages(Array.isArray(o.stages) ? o.stages : []);
 
   if (typeof o.scenarios_allowed === 'boolean') setAllowed(o.scenarios_allowed, o.readonly_reason);
 }
@@ -328,6 +329,27 @@ function syncRows(tbody, names, makeRow) {
   const current = Array.from(tbody.rows, (row) => row.dataset.consumer);
   if (current.join('\n') === names.join('\n')) return;
   tbody.replaceChildren(...names.map(makeRow));
+}
+
+// A rate or a latency with one decimal, or "–" before there is a window or
+// an observation (never a made-up 0).
+function decimalText(value) {
+  return Number.isFinite(value) ? value.toFixed(1) : '–';
+}
+
+function renderStages(stages) {
+  const rows = stages.map((s) =>
+    el(
+      'tr',
+      { 'data-stage': s.stage },
+      el('th', { scope: 'row' }, s.stage),
+      el('td', { 'data-label': 'What' }, s.what || ''),
+      el('td', { 'data-label': 'Per second', 'data-testid': `ov-stage-rate-${s.stage}` }, decimalText(s.per_second)),
+      el('td', { 'data-label': 'p50 ms' }, decimalText(s.p50_ms)),
+      el('td', { 'data-label': 'p99 ms' }, decimalText(s.p99_ms)),
+    ),
+  );
+  byId('ov-stages').replaceChildren(...rows);
 }
 
 function renderLagPartitions(consumers) {

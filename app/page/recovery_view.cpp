@@ -1,4 +1,6 @@
 #include "app/page/recovery_view.hpp"
+
+#include "app/page/stage_view.hpp"
 #include "messages/dlq_messages.hpp"
 
 #include "kafka/offsets.hpp"
@@ -174,6 +176,58 @@ json recovery_view::read_overview() {
   out["actors"] = {{"restarting", restarting(*metrics_)},
                    {"restarts_recorded", db(rows.restarts)},
                    {"crashes_recorded", db(rows.crashes)}};
+  out["stages"] = read_stages();
+  return out;
+}
+
+json recovery_view::read_stages() {
+  struct stage {
+    std::string name, what, histogram;
+    telemetry::labels match;
+  };
+  // The same histograms as /metrics and the dashboard (deploy/grafana).
+  std::vector<stage> stages{{"api",
+                             "orders answered (POST /orders)",
+                             "http_request_duration_seconds",
+                             {{"route", "/orders"}}},
+                            {"relay",
+                             "rows published (insert to broker ack)",
+                             "outbox_publish_delay_seconds",
+                             {}}};
+  for (auto& c : cfg_.consumer.enabled)
+    stages.push_back({c,
+                      "effects applied (insert to effect committed)",
+                      "end_to_end_seconds",
+                      {{"consumer", c}}});
+  stage_reading now{std::chrono::steady_clock::now(), {}};
+  for (auto& s : stages)
+    now.stages.push_back(metrics_->histogram_total(s.histogram, s.match));
+  // Keep readings for up to 30 s: the figures cover the window since the
+  // oldest, so a page polling every second sees rates over tens of seconds.
+  stage_readings_.push_back(now);
+  while (stage_readings_.size() > 1 &&
+         now.at - stage_readings_.front().at > std::chrono::seconds(30))
+    stage_readings_.erase(stage_readings_.begin());
+  auto& oldest = stage_readings_.front();
+  auto window = std::chrono::duration<double>(now.at - oldest.at).count();
+  json out = json::array();
+  for (size_t i = 0; i < stages.size(); ++i) {
+    json row{{"stage", stages[i].name},
+             {"what", stages[i].what},
+             {"window_s", window},
+             {"total", now.stages[i].count}};
+    if (window > 0) {
+      auto f = between(oldest.stages[i], now.stages[i], window);
+      row["per_second"] = f.per_second;
+      row["p50_ms"] = f.p50_ms ? json(*f.p50_ms) : json(nullptr);
+      row["p99_ms"] = f.p99_ms ? json(*f.p99_ms) : json(nullptr);
+    } else {
+      row["per_second"] = nullptr;
+      row["p50_ms"] = nullptr;
+      row["p99_ms"] = nullptr;
+    }
+    out.push_back(row);
+  }
   return out;
 }
 

@@ -46,6 +46,10 @@ private:
   };
   broker_positions positions();
   nlohmann::json read_overview();
+  /// Rates and latency per stage (API, relay, each consumer) from the
+  /// process's histograms, over the window since the oldest reading kept
+  /// (up to 30 s). Needs overview_mtx_.
+  nlohmann::json read_stages();
 
   config::settings cfg_;
   std::string dsn_;
@@ -59,6 +63,12 @@ private:
   std::mutex overview_mtx_;
   nlohmann::json overview_;
   std::chrono::steady_clock::time_point overview_at_{};
+  /// Histogram readings by stage, oldest first (read_stages).
+  struct stage_reading {
+    std::chrono::steady_clock::time_point at;
+    std::vector<telemetry::histogram_state> stages;
+  };
+  std::vector<stage_reading> stage_readings_;
 };
 
 } // namespace ef::app

@@ -339,6 +339,11 @@ async function readOverview(page) {
       overview.consumers[c][key] = await readCount(page, prefix + c);
     }
   }
+  // Live rates per stage: a number with one decimal, or "–" before a window.
+  overview.stage_rates = {};
+  for (const s of await testIdSuffixes(page, 'ov-stage-rate-')) {
+    overview.stage_rates[s] = await readText(page, `ov-stage-rate-${s}`);
+  }
   return overview;
 }
 

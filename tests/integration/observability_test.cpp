@@ -151,6 +151,21 @@ TEST_CASE("a_fresh_tree_exports_every_series_at_zero_and_the_end_to_end_"
   CHECK(present(text, "relay_claim_to_mark_seconds_count") > 0);
   // One per acknowledged row: each of the 7 was published once.
   CHECK(present(text, "outbox_publish_delay_seconds_count") == 7);
+  // The page's overview reads the same histograms for its live stages.
+  httplib::Client cli(f.t->url());
+  auto res = cli.Get("/overview");
+  REQUIRE(res);
+  REQUIRE(res->status == 200);
+  auto stages = nlohmann::json::parse(res->body)["stages"];
+  REQUIRE(stages.size() == 2 + f.cfg.consumer.enabled.size());
+  for (auto& s : stages) {
+    INFO(s.dump());
+    auto name = s["stage"].get<std::string>();
+    if (name == "api")
+      CHECK(s["total"] >= 7); // POST /orders, whatever else the route served
+    else
+      CHECK(s["total"] == 7); // rows published; effects per consumer
+  }
   CHECK(present(text, "api_batch_size_sum") == 7);
 }
 

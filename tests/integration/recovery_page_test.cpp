@@ -240,6 +240,11 @@ TEST_CASE("after_a_chaos_run_of_1000_orders_the_read_only_page_shows_durable_"
                                         "created_at LIMIT 1"));
   auto& ov = r["overview"];
   CHECK(ov["orders"] == orders);
+  // The live stages of this serve, which has taken no order itself (the
+  // chaos run before it did the work): every stage is there, at 0 per
+  // second, not "no data".
+  for (auto stage : {"api", "relay", "billing", "fulfillment"})
+    CHECK(ov["stage_rates"][stage] == "0.0");
   CHECK(ov["logical_events"] == db.scalar<long>("SELECT count(*) FROM outbox"));
   CHECK(ov["outbox_unsent"] == 0);
   CHECK(ov["dlq_parked"] == db.scalar<long>("SELECT count(*) FROM dlq_events "

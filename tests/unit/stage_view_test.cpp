@@ -1,0 +1,44 @@
+// The page's live stage figures: rates and quantiles between two readings
+// of a histogram, interpolated as Prometheus' histogram_quantile does.
+
+#include "app/page/stage_view.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+using namespace ef;
+
+namespace {
+
+const double inf = std::numeric_limits<double>::infinity();
+
+telemetry::histogram_state state(std::uint64_t a, std::uint64_t b,
+                                 std::uint64_t c) {
+  // Bounds 1 ms, 10 ms, +Inf; cumulative counts.
+  return {c, 0, {{0.001, a}, {0.010, b}, {inf, c}}};
+}
+
+} // namespace
+
+TEST_CASE("stage_figures_count_only_what_happened_between_two_readings") {
+  auto before = state(10, 10, 10); // 10 fast observations, long ago
+  auto now = state(10, 30, 30);    // then 20 between 1 and 10 ms
+  auto f = app::between(before, now, 10);
+  CHECK(f.per_second == Approx(2.0));
+  // Half of the 20 new ones: the middle of the 1..10 ms bucket.
+  REQUIRE(f.p50_ms);
+  CHECK(*f.p50_ms == Approx(5.5));
+  REQUIRE(f.p99_ms);
+  CHECK(*f.p99_ms == Approx(1 + 9 * 0.99));
+}
+
+TEST_CASE("stage_figures_without_observations_have_no_latency_and_past_the_"
+          "last_bound_report_that_bound") {
+  auto idle = app::between(state(5, 5, 5), state(5, 5, 5), 30);
+  CHECK(idle.per_second == 0);
+  CHECK_FALSE(idle.p50_ms);
+  auto slow = app::between(state(0, 0, 0), state(0, 0, 4), 1);
+  REQUIRE(slow.p99_ms);
+  CHECK(*slow.p99_ms == Approx(10));
+}
