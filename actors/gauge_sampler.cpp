@@ -18,21 +18,26 @@ double unix_now() {
 
 } // namespace
 
+std::vector<partition_lag> lag_of(const std::vector<std::int64_t>& log_end,
+                                  const std::vector<std::int64_t>& committed) {
+  std::vector<partition_lag> out;
+  for (size_t p = 0; p < log_end.size(); ++p) {
+    auto c = p < committed.size() ? committed[p] : -1;
+    auto done = c < 0 ? 0 : c;
+    out.push_back({static_cast<int>(p), log_end[p], c,
+                   std::max<long long>(0, log_end[p] - done)});
+  }
+  return out;
+}
+
 lag_by_consumer read_lag(const config::settings& cfg,
                          kafka::offset_reader& broker, int timeout_ms) {
   lag_by_consumer out;
   auto ends =
     broker.log_ends(cfg.kafka.topic, cfg.kafka.partitions, timeout_ms);
-  for (auto& c : cfg.consumer.enabled) {
-    auto committed = broker.committed("eventforge." + c, cfg.kafka.topic,
-                                      cfg.kafka.partitions, timeout_ms);
-    for (int p = 0; p < cfg.kafka.partitions; ++p) {
-      // No commit yet: everything from the log start is lag (the group
-      // starts at the earliest offset).
-      auto done = committed[p] < 0 ? 0 : committed[p];
-      out[c].push_back({p, ends[p], committed[p], ends[p] - done});
-    }
-  }
+  for (auto& c : cfg.consumer.enabled)
+    out[c] = lag_of(ends, broker.committed("eventforge." + c, cfg.kafka.topic,
+                                           cfg.kafka.partitions, timeout_ms));
   return out;
 }
 

@@ -27,6 +27,13 @@ struct partition_lag {
 /// consumer -> its lag on every partition.
 using lag_by_consumer = std::map<std::string, std::vector<partition_lag>>;
 
+/// A group's lag on each partition from the log ends and its committed
+/// offsets (-1: nothing committed yet; the group then starts at the log
+/// start, so everything up to the log end is lag). The one formula behind
+/// the consumer_lag gauges, `eventforge status` and the page's overview.
+std::vector<partition_lag> lag_of(const std::vector<std::int64_t>& log_end,
+                                  const std::vector<std::int64_t>& committed);
+
 /// Reads every enabled consumer's lag from the broker (throws if the broker
 /// does not answer within `timeout_ms` per request).
 lag_by_consumer read_lag(const config::settings& cfg,

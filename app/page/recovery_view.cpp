@@ -1,5 +1,6 @@
 #include "app/page/recovery_view.hpp"
 
+#include "actors/gauge_sampler.hpp"
 #include "app/page/stage_view.hpp"
 #include "messages/dlq_messages.hpp"
 
@@ -140,17 +141,13 @@ json recovery_view::read_overview() {
     json lag_total = nullptr;
     if (pos.ok) {
       long long total = 0;
-      auto& committed = pos.committed[name];
-      for (size_t p = 0; p < pos.log_end.size(); ++p) {
-        // No commit yet: the group starts at the log's beginning.
-        auto done =
-          p < committed.size() && committed[p] >= 0 ? committed[p] : 0;
-        auto behind = std::max(0LL, pos.log_end[p] - done);
-        total += behind;
-        lag.push_back({{"partition", p},
-                       {"log_end", pos.log_end[p]},
-                       {"committed", or_null(committed[p])},
-                       {"lag", behind}});
+      // The same arithmetic as `eventforge status` and the lag gauges.
+      for (auto& l : lag_of(pos.log_end, pos.committed[name])) {
+        total += l.lag;
+        lag.push_back({{"partition", l.partition},
+                       {"log_end", l.log_end},
+                       {"committed", or_null(l.committed)},
+                       {"lag", l.lag}});
       }
       lag_total = total;
     }

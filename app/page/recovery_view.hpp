@@ -41,8 +41,8 @@ private:
   struct broker_positions {
     bool ok = false;
     std::string error;
-    std::vector<long long> log_end;
-    std::map<std::string, std::vector<long long>> committed;
+    std::vector<std::int64_t> log_end;
+    std::map<std::string, std::vector<std::int64_t>> committed;
   };
   broker_positions positions();
   nlohmann::json read_overview();

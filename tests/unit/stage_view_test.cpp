@@ -1,6 +1,7 @@
 // The page's live stage figures: rates and quantiles between two readings
 // of a histogram, interpolated as Prometheus' histogram_quantile does.
 
+#include "actors/gauge_sampler.hpp"
 #include "app/page/stage_view.hpp"
 
 #include <catch2/catch.hpp>
@@ -41,4 +42,16 @@ TEST_CASE("stage_figures_without_observations_have_no_latency_and_past_the_"
   auto slow = app::between(state(0, 0, 0), state(0, 0, 4), 1);
   REQUIRE(slow.p99_ms);
   CHECK(*slow.p99_ms == Approx(10));
+}
+
+TEST_CASE("lag_counts_from_the_log_start_without_a_commit_and_is_never_"
+          "negative") {
+  // Partition 1 has no commit yet; partition 2's log was replaced and now
+  // ends before the old commit.
+  auto lag = lag_of({10, 5, 3}, {4, -1, 7});
+  REQUIRE(lag.size() == 3);
+  CHECK(lag[0].lag == 6);
+  CHECK(lag[1].lag == 5);
+  CHECK(lag[1].committed == -1);
+  CHECK(lag[2].lag == 0);
 }
