@@ -52,6 +52,16 @@ double present(const std::string& text, const std::string& series) {
   return *v;
 }
 
+/// Prometheus' own validator over an exposition.
+void check_with_promtool(const std::string& exposition) {
+  test::temp_dir dir;
+  std::ofstream(dir.path + "/metrics.txt") << exposition;
+  auto [code, out] =
+    test::run_command("promtool check metrics < " + dir.path + "/metrics.txt");
+  INFO(out);
+  CHECK(code == 0);
+}
+
 struct obs_fixture {
   obs_fixture() {
     cfg.kafka.partitions = 2;
@@ -81,12 +91,7 @@ TEST_CASE("metrics_pass_promtool_and_no_label_is_an_order_or_event_id") {
     return test::quiescent(f.db, f.cfg, f.broker.bootstrap_servers());
   }));
   auto text = scrape(f.t->url());
-  test::temp_dir dir;
-  std::ofstream(dir.path + "/metrics.txt") << text;
-  auto [code, out] =
-    test::run_command("promtool check metrics < " + dir.path + "/metrics.txt");
-  INFO(out);
-  CHECK(code == 0);
+  check_with_promtool(text);
   // No order or event ID is a label: no UUID anywhere in the exposition.
   CHECK(persistence::dlq_store::fingerprint_of("", text).find("<uuid>") ==
         std::string::npos);
@@ -127,12 +132,7 @@ TEST_CASE("a_fresh_tree_exports_every_series_at_zero_and_the_end_to_end_"
   CHECK(present(fresh, "process_open_fds") > 0);
   CHECK(present(fresh, "process_threads") > 1);
   CHECK(present(fresh, "process_start_time_seconds") > 1.7e9);
-  test::temp_dir dir;
-  std::ofstream(dir.path + "/fresh.txt") << fresh;
-  auto [code, out] =
-    test::run_command("promtool check metrics < " + dir.path + "/fresh.txt");
-  INFO(out);
-  CHECK(code == 0);
+  check_with_promtool(fresh);
 
   for (int i = 0; i < 7; ++i)
     f.place("e2e" + std::to_string(i));
