@@ -339,7 +339,8 @@ json cost_phase(const config::settings& cfg, const bench_plan& plan,
     auto who = "cost" + std::to_string(static_cast<long>(rate));
     spdlog::warn("bench: cost: {:.0f} orders/s for {} s", rate,
                  plan.cost_seconds);
-    settle();
+    // The counters are settled here: by the wait before the idle sample,
+    // then by each run's wait before its end sample.
     auto applied0 = metrics.sum("consumer_applied_total");
     auto s0 = sample();
     auto load = http_phase(url, 16, rate, plan.cost_seconds, who);
