@@ -4,6 +4,8 @@
 #include "actors/telemetry.hpp"
 #include "config/settings.hpp"
 #include "consumers/consumer.hpp"
+#include "kafka/consumer_lead.hpp"
+#include "persistence/outbox_listener.hpp"
 #include "persistence/recovery_journal.hpp"
 
 #include <map>
@@ -25,6 +27,12 @@ struct context {
   std::shared_ptr<persistence::recovery_journal> journal;
   /// The enabled consumers (cfg.consumer.enabled), by name.
   std::map<std::string, consumer_ptr> consumers;
+  /// How far the consumers are behind the log ends, for the relay shards'
+  /// relay.max-lead-bytes (one probe for all of them).
+  std::shared_ptr<kafka::consumer_lead> lead;
+  /// The LISTEN session the relay shards of this tree share.
+  std::shared_ptr<persistence::listener_slot> outbox_wakeups =
+    std::make_shared<persistence::listener_slot>();
 };
 
 using context_ptr = std::shared_ptr<const context>;

@@ -272,9 +272,14 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
     // causes can be committed before the crash is on record.
     journal->flush(std::chrono::seconds(1));
   });
-  auto ctx =
-    std::make_shared<context>(context{cfg, dsn, ep.kafka_brokers, metrics,
-                                      faults, journal, std::move(consumers)});
+  // Relay shards ask how far the consumers are behind every 250 ms while
+  // they publish; one probe answers all of them.
+  auto lead = std::make_shared<kafka::consumer_lead>(
+    ep.kafka_brokers, cfg.kafka.topic, cfg.kafka.partitions,
+    cfg.consumer.enabled, std::chrono::milliseconds(250));
+  auto ctx = std::make_shared<context>(context{cfg, dsn, ep.kafka_brokers,
+                                               metrics, faults, journal,
+                                               std::move(consumers), lead});
   persistence::require_fixed_setting(ctx->dsn, "relay.shards",
                                      std::to_string(cfg.relay.shards));
   if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)

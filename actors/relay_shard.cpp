@@ -26,34 +26,23 @@ constexpr auto lead_check_interval = 250ms;
 
 bool relay_shard_state::too_far_ahead() {
   auto limit = ctx->cfg.relay.max_lead_bytes;
-  if (limit <= 0 || record_bytes <= 0)
-    return false;
+  if (limit <= 0 || record_bytes <= 0 || !ctx->lead)
+    return false; // off, nothing published yet, or no broker to ask
   auto now = clock->now();
   if (now < next_lead_check)
     return !lead_block.empty();
   next_lead_check = now + lead_check_interval;
-  if (!probe)
-    probe =
-      std::make_unique<kafka::broker_probe>(ctx->brokers, ctx->cfg.kafka.topic);
-  auto parts = ctx->cfg.kafka.partitions;
-  std::vector<kafka::broker_probe::watermarks> marks;
-  for (int p = 0; p < parts; ++p)
-    marks.push_back(probe->query_watermarks(p));
   std::string why;
-  for (auto& c : ctx->cfg.consumer.enabled) {
-    auto committed = probe->committed("eventforge." + c, parts);
-    for (int p = 0; p < parts && why.empty(); ++p) {
-      // A group without a commit reads from the log start.
-      auto read = std::max(committed[p], marks[p].low);
-      auto ahead = marks[p].high - read;
-      if (static_cast<double>(ahead) * record_bytes >=
-          static_cast<double>(limit))
-        why =
-          "partition " + std::to_string(p) + " holds " + std::to_string(ahead) +
-          " records (~" +
-          std::to_string(static_cast<long long>(ahead * record_bytes) >> 10) +
-          " KiB) beyond " + c + "'s committed offset " + std::to_string(read);
-    }
+  for (auto& x : ctx->lead->current()) {
+    if (static_cast<double>(x.ahead) * record_bytes <
+        static_cast<double>(limit))
+      continue;
+    why = "partition " + std::to_string(x.partition) + " holds " +
+          std::to_string(x.ahead) + " records (~" +
+          std::to_string(static_cast<long long>(x.ahead * record_bytes) >> 10) +
+          " KiB) beyond " + x.consumer + "'s committed offset " +
+          std::to_string(x.read);
+    break;
   }
   if (why.empty() != lead_block.empty()) {
     if (why.empty())
@@ -201,7 +190,9 @@ bool relay_shard_state::publish(
 relay_deps production_relay_deps(const context_ptr& ctx, int shard) {
   relay_deps deps;
   deps.store = [ctx, shard] {
-    return std::make_unique<persistence::outbox_store>(ctx->dsn, shard);
+    return std::make_unique<persistence::outbox_store>(
+      ctx->dsn, shard,
+      ctx->outbox_wakeups->get(ctx->dsn, ctx->cfg.relay.shards));
   };
   deps.producer = [ctx, shard] {
     return std::make_unique<kafka::outbox_producer>(

@@ -3,7 +3,6 @@
 #include "actors/context.hpp"
 #include "actors/relay_faults.hpp"
 #include "config/backoff.hpp"
-#include "kafka/broker_probe.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "persistence/outbox_store.hpp"
 
@@ -40,7 +39,6 @@ struct relay_shard_state {
   relay_deps deps;
   std::unique_ptr<persistence::relay_outbox> store;
   std::unique_ptr<kafka::event_publisher> producer;
-  std::unique_ptr<kafka::broker_probe> probe;
   std::optional<relay_faults> faults;
   /// The actor system's clock: the steady clock in production, the test
   /// coordinator's in deterministic tests (time moves only when they say).
@@ -61,7 +59,8 @@ struct relay_shard_state {
   std::chrono::milliseconds round();
   /// Whether some partition already holds relay.max-lead-bytes beyond the
   /// slowest enabled consumer's committed offset (checked every 250 ms;
-  /// records are counted by the broker, sized by our moving average).
+  /// records are counted by the broker, through the probe the shards of the
+  /// process share, and sized by our moving average).
   bool too_far_ahead();
   /// Publishes one batch and marks what was acknowledged; returns false if
   /// some rows failed (the caller backs off).

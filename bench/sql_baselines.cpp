@@ -199,9 +199,7 @@ std::string consumer_script(long seeded_orders, int clients,
                  {{1, std::to_string(persistence::consumer_order_lock_class)},
                   {2, consumer},
                   {3, orders}}));
-  s += command(bind(ef::sql::read_orders, {{1, orders}}));
-  s += command(bind(ef::sql::order_history, {{1, consumer}, {2, orders}}));
-  s += command(bind(ef::sql::order_effects, {{1, consumer}, {2, orders}}));
+  s += command(bind(ef::sql::read_orders, {{1, consumer}, {2, orders}}));
   s += command(
     bind(ef::sql::set_statuses, {{1, orders}, {2, "ARRAY[" + statuses + "]"}}));
   s += command(bind(ef::sql::insert_effects, {{1, consumer},

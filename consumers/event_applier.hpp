@@ -25,13 +25,13 @@ namespace sql {
 extern const char* const mark;
 /// $1 lock class, $2 consumer, $3 order IDs.
 extern const char* const lock_orders;
-/// $1 order IDs: id, status, customer, total of those that exist.
+/// Everything the rules read of the locked orders, in one statement (one
+/// snapshot, taken after the locks): $1 consumer, $2 order IDs. Rows of
+/// kind 0: order, status, customer, total of those that exist; kind 1:
+/// order, seq, event ID, applied, parked for every outbox event of those
+/// orders (applied or parked by this consumer); kind 2: order, effect kind
+/// for this consumer's effects on those orders.
 extern const char* const read_orders;
-/// $1 consumer, $2 order IDs: every outbox event of those orders, with
-/// whether this consumer applied or parked it.
-extern const char* const order_history;
-/// $1 consumer, $2 order IDs: this consumer's effects on those orders.
-extern const char* const order_effects;
 /// $1 order IDs, $2 statuses.
 extern const char* const set_statuses;
 /// $1 consumer, $2 event IDs, $3 order IDs, $4 kinds, $5 amounts.

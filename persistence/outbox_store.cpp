@@ -2,27 +2,9 @@
 
 #include "persistence/connection.hpp"
 #include "persistence/lock_classes.hpp"
+#include "persistence/outbox_listener.hpp"
 
 namespace ef::persistence {
-
-namespace {
-
-std::string channel_of(int shard) {
-  // Lowercase on purpose: LISTEN folds unquoted names, pqxx quotes them.
-  return "outbox_shard_" + std::to_string(shard);
-}
-
-class wakeup : public pqxx::notification_receiver {
-public:
-  wakeup(pqxx::connection_base& c, const std::string& channel)
-      : pqxx::notification_receiver(c, channel) {
-    // nop
-  }
-  void operator()(const std::string&, int) override { fired = true; }
-  bool fired = false;
-};
-
-} // namespace
 
 // `seq + 0`: see migration 5 (only the partial index orders by it). The
 // epoch rides along (evaluated once per statement), so a batch costs no
@@ -63,11 +45,16 @@ const char* const sql::mark_sent =
 
 struct outbox_store::impl {
   std::unique_ptr<pqxx::connection> conn;
-  std::unique_ptr<wakeup> listener;
+  std::shared_ptr<outbox_listener> listener;
 };
 
-outbox_store::outbox_store(std::string dsn, int shard)
+outbox_store::outbox_store(std::string dsn, int shard,
+                           std::shared_ptr<outbox_listener> listener)
     : impl_(std::make_unique<impl>()), shard_(shard) {
+  // Listening before the first read, so no insert can slip between them.
+  impl_->listener = listener
+                      ? std::move(listener)
+                      : std::make_shared<outbox_listener>(dsn, shard + 1);
   impl_->conn = open_connection(dsn);
   try {
     auto& c = *impl_->conn;
@@ -81,18 +68,12 @@ outbox_store::outbox_store(std::string dsn, int shard)
     c.prepare("record_failure",
               "UPDATE outbox SET publish_attempts = publish_attempts + 1, "
               "last_error = $2 WHERE seq = ANY($1::bigint[])");
-    // LISTEN before the first read, so no insert can slip between them.
-    impl_->listener = std::make_unique<wakeup>(c, channel_of(shard));
   } catch (...) {
     rethrow_as_db_error();
   }
 }
 
-outbox_store::~outbox_store() {
-  // The receiver must go before the connection it is registered with.
-  if (impl_)
-    impl_->listener.reset();
-}
+outbox_store::~outbox_store() = default;
 
 bool outbox_store::try_acquire_shard() {
   try {
@@ -106,17 +87,7 @@ bool outbox_store::try_acquire_shard() {
 }
 
 bool outbox_store::await_notify(int timeout_ms) {
-  try {
-    impl_->listener->fired = false;
-    impl_->conn->await_notification(timeout_ms / 1000,
-                                    (timeout_ms % 1000) * 1000);
-    // await_notification returns quietly when the socket dies; surface it.
-    if (!impl_->conn->is_open())
-      throw db_error(db_errc::unavailable, "relay connection closed");
-    return impl_->listener->fired;
-  } catch (...) {
-    rethrow_as_db_error();
-  }
+  return impl_->listener->await(shard_, std::chrono::milliseconds(timeout_ms));
 }
 
 outbox_batch outbox_store::unsent(int limit) {

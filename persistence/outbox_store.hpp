@@ -82,12 +82,16 @@ public:
                               const std::string& error) = 0;
 };
 
+class outbox_listener;
+
 /// The relay's view of one outbox shard. Owns one connection, which holds the
-/// shard's session-level advisory lock and LISTENs on the shard's channel, so
-/// ownership and wake-ups die together with the session. Throws db_error.
+/// shard's session-level advisory lock, so ownership dies with the session.
+/// Wake-ups come from `listener`, shared by the shards of a process (a
+/// private one if null). Throws db_error.
 class outbox_store : public relay_outbox {
 public:
-  outbox_store(std::string dsn, int shard);
+  outbox_store(std::string dsn, int shard,
+               std::shared_ptr<outbox_listener> listener = nullptr);
   ~outbox_store() override;
 
   bool try_acquire_shard() override;

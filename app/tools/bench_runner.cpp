@@ -141,10 +141,11 @@ baselines run_baselines(const config::settings& cfg, const bench_plan& plan,
          bench::consumer_script(seed, b.consumer_clients, b.batch_events),
          b.consumer_clients, 2, plan.seconds, 0});
   b.relay_clients = shards;
-  b.relay = run("relay claim and mark",
-                {"relay", bench::relay_script(shards, cfg.relay.batch_size),
-                 shards, std::min(shards, 2), 0,
-                 static_cast<int>(seed / shards / cfg.relay.batch_size)});
+  b.relay =
+    run("relay claim and mark",
+        {"relay", bench::relay_script(shards, cfg.relay.batch_size), shards,
+         std::min(shards, 2), 0,
+         std::max(1, static_cast<int>(seed / shards / cfg.relay.batch_size))});
   bench::drop_scratch(dsn);
   return b;
 }

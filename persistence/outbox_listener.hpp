@@ -1,0 +1,59 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ef::persistence {
+
+/// The channel an outbox shard's inserts NOTIFY (migrations' trigger).
+std::string outbox_channel(int shard);
+
+/// One LISTEN session for the outbox channels of every relay shard of a
+/// process. A NOTIFY wakes every backend that LISTENs in the database, and
+/// each runs a transaction to read the notification queue, whatever its
+/// channels: with one LISTEN session per shard, every order cost the
+/// server one such transaction per shard. Here it costs one per process.
+///
+/// Connects and LISTENs in the constructor (so a read after it cannot miss
+/// an insert), then a thread of its own waits on the session. When the
+/// session breaks, every waiter learns it (await throws): the relays crash
+/// and restart as they did when their own LISTEN session broke, and get a
+/// new listener (listener_slot). Throws db_error.
+class outbox_listener {
+public:
+  outbox_listener(const std::string& dsn, int shards);
+  ~outbox_listener();
+  outbox_listener(const outbox_listener&) = delete;
+  outbox_listener& operator=(const outbox_listener&) = delete;
+
+  /// Waits up to `timeout` for a NOTIFY on `shard`'s channel that arrived
+  /// since the previous call for that shard returned; true if one did.
+  /// Throws db_error (unavailable) once the session broke.
+  bool await(int shard, std::chrono::milliseconds timeout);
+
+  /// False once the session broke.
+  bool healthy() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// Where the relay shards of one tree find their shared listener: made by
+/// the first shard that needs it, replaced when it broke, released when no
+/// shard holds it any more. Thread-safe.
+class listener_slot {
+public:
+  std::shared_ptr<outbox_listener> get(const std::string& dsn, int shards);
+
+private:
+  std::mutex mtx_;
+  std::weak_ptr<outbox_listener> current_;
+};
+
+} // namespace ef::persistence

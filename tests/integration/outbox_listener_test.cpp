@@ -1,0 +1,79 @@
+#include "persistence/db_error.hpp"
+#include "persistence/migrations.hpp"
+#include "persistence/order_store.hpp"
+#include "persistence/outbox_listener.hpp"
+#include "persistence/outbox_store.hpp"
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <vector>
+
+using namespace ef;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Sessions whose last statement was a LISTEN: the ones every NOTIFY wakes.
+long listening_sessions(test::database& db) {
+  return db.scalar<long>("SELECT count(*) FROM pg_stat_activity WHERE query "
+                         "LIKE 'LISTEN%' AND pid <> pg_backend_pid()");
+}
+
+} // namespace
+
+TEST_CASE("relay_shards_share_one_listen_session_and_each_wakes_for_its_own_"
+          "inserts_only") {
+  test::database db;
+  persistence::migrate(db.dsn());
+  constexpr int shards = 4;
+  persistence::listener_slot slot;
+  std::vector<std::unique_ptr<persistence::outbox_store>> stores;
+  for (int s = 0; s < shards; ++s)
+    stores.push_back(std::make_unique<persistence::outbox_store>(
+      db.dsn(), s, slot.get(db.dsn(), shards)));
+  // Each NOTIFY makes every listening backend run a transaction: one per
+  // process, not one per shard.
+  CHECK(listening_sessions(db) == 1);
+  for (auto& s : stores) // nothing pending yet
+    CHECK_FALSE(s->await_notify(0));
+
+  persistence::order_store orders(db.dsn(), shards);
+  orders.create({"wake", {{"sku", 1, 100}}, "", "", ""});
+  auto shard = db.scalar<int>("SELECT shard FROM outbox");
+  CHECK(stores[static_cast<size_t>(shard)]->await_notify(5000));
+  for (int s = 0; s < shards; ++s)
+    if (s != shard)
+      CHECK_FALSE(stores[static_cast<size_t>(s)]->await_notify(50));
+  // Taken by that call: the next one waits for a new insert.
+  CHECK_FALSE(stores[static_cast<size_t>(shard)]->await_notify(50));
+}
+
+TEST_CASE("a_broken_listen_session_fails_every_waiting_relay_and_the_next_"
+          "one_gets_a_new_session") {
+  test::database db;
+  persistence::migrate(db.dsn());
+  persistence::listener_slot slot;
+  auto first = slot.get(db.dsn(), 2);
+  persistence::outbox_store store(db.dsn(), 0, first);
+  db.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+          "query LIKE 'LISTEN%' AND pid <> pg_backend_pid()");
+  // Within one wait slice the listener sees its session gone; a relay that
+  // waits on it crashes, as one whose own session broke.
+  try {
+    store.await_notify(5000);
+    FAIL("await_notify returned on a broken listen session");
+  } catch (const persistence::db_error& e) {
+    CHECK(e.code() == persistence::db_errc::unavailable);
+  }
+  CHECK_FALSE(first->healthy());
+  // The restarted relay gets a working listener.
+  auto second = slot.get(db.dsn(), 2);
+  CHECK(second != first);
+  CHECK(second->healthy());
+  persistence::outbox_store restarted(db.dsn(), 0, second);
+  persistence::order_store orders(db.dsn(), 1);
+  orders.create({"again", {{"sku", 1, 100}}, "", "", ""});
+  CHECK(restarted.await_notify(5000));
+}
