@@ -28,6 +28,8 @@ group_member_state::~group_member_state() {
   // Leaving the group triggers a revoke callback; there is nothing left to
   // stop by now (linked workers die with us), so callbacks must not act.
   closing = true;
+  if (heard)
+    heard->close(); // no wake-up may reach the client once it is gone
   if (consumer)
     consumer->close();
 }
@@ -84,6 +86,48 @@ void group_member_state::housekeeping() {
   repairs->run(*flow, *consumer, *ctx->metrics, now,
                [this](std::int32_t p) { begin_partition(p, true); });
   repairs->watchdog().inject_stalls(*flow, *consumer, *ctx->faults);
+  keep_listening();
+}
+
+void group_member_state::keep_listening() {
+  if (!deps.listener || ctx->cfg.kafka.park_idle_ms <= 0 ||
+      (listener && listener->healthy()))
+    return;
+  bool had = listener != nullptr;
+  listener.reset();
+  try {
+    listener = deps.listener();
+    listener->subscribe(heard);
+  } catch (const std::exception& e) {
+    spdlog::debug("{}: no announcements ({}); partitions do not park",
+                  consumer_name, e.what());
+  }
+  // Announcements may have been missed meanwhile: fetch everything again
+  // (what has nothing new parks again at its end).
+  if (had)
+    for (auto p : flow->unpark_all())
+      consumer->resume_at_once(p, flow->find(p)->end_offset);
+}
+
+void group_member_state::settle_parking(clock::time_point now) {
+  for (auto& [p, offset] : heard->take())
+    if (flow->announced(p, offset)) {
+      spdlog::debug("{}: partition {} resumed: a relay published offset {}",
+                    consumer_name, p, offset);
+      consumer->resume_at_once(p, flow->find(p)->end_offset);
+    }
+  if (!listener || !listener->healthy() || flow->draining())
+    return; // nobody would wake a parked partition
+  using ms = std::chrono::milliseconds;
+  for (auto p : flow->to_park(ms(ctx->cfg.kafka.park_idle_ms), now)) {
+    spdlog::debug("{}: partition {} parked at its end, offset {}",
+                  consumer_name, p, flow->find(p)->end_offset);
+    consumer->pause(p);
+  }
+  for (auto p : flow->to_recheck(ms(ctx->cfg.kafka.park_recheck_ms), now))
+    consumer->resume_at_once(p, flow->find(p)->end_offset);
+  ctx->metrics->set("consumer_partitions_parked", {{"consumer", consumer_name}},
+                    static_cast<double>(flow->parked()));
 }
 
 void group_member_state::poll_once() {
@@ -99,6 +143,7 @@ void group_member_state::poll_once() {
     }
   }
   auto now = clock::now();
+  settle_parking(now);
   if (!rec || now - last_commit >= commit_interval)
     commit_done();
   assignments->check(now);
@@ -210,7 +255,12 @@ caf::behavior group_member_with(caf::stateful_actor<group_member_state>* self,
     // outage reports in the same moment (one restart for all of them).
     state->next_check = std::min(state->next_check, clock::now() + 100ms);
   };
+  cbs.at_end = [state](std::int32_t p, std::int64_t next) {
+    state->flow->at_end(p, next, clock::now());
+  };
   st.consumer = deps.client(std::move(cbs));
+  st.heard = std::make_shared<announcements>(
+    [client = st.consumer.get()] { client->wake(); });
   st.deps = std::move(deps);
   st.assignments.emplace(
     consumer_name, ctx->cfg.kafka.topic,

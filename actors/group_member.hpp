@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/announcements.hpp"
 #include "actors/assignment_watch.hpp"
 #include "actors/context.hpp"
 #include "actors/offset_commits.hpp"
@@ -31,6 +32,10 @@ struct group_member_deps {
                            std::int32_t partition)>
     worker;
   std::function<std::unique_ptr<gap_ledger>()> ledger;
+  /// The process's LISTEN session, for the relays' announcements that let
+  /// idle partitions park (kafka.park-idle-ms); unset: they never park.
+  /// Throws db_error when the database is out of reach.
+  std::function<std::shared_ptr<persistence::outbox_listener>()> listener;
 };
 
 group_member_deps production_group_member_deps(const context_ptr& ctx,
@@ -58,6 +63,10 @@ struct group_member_state {
   std::optional<partition_workers> workers;
   std::optional<offset_commits> commits;
   std::optional<assignment_watch> assignments;
+  /// Parking idle partitions: the relays' announcements come in here, from
+  /// the listener (held while it is healthy).
+  std::shared_ptr<announcements> heard;
+  std::shared_ptr<persistence::outbox_listener> listener;
   std::chrono::steady_clock::time_point next_check{};
   std::chrono::steady_clock::time_point last_commit{};
   bool closing = false;
@@ -75,8 +84,14 @@ struct group_member_state {
   /// one is stopped first) and starts afresh in flow control.
   void begin_partition(std::int32_t p, bool replace);
   void on_revoked(const std::vector<std::int32_t>& parts);
-  /// Once a second: partition_repairs (lost positions, epochs, stalls).
+  /// Once a second: partition_repairs (lost positions, epochs, stalls) and
+  /// the listener parking needs.
   void housekeeping();
+  /// After every poll: resumes announced partitions, parks idle ones,
+  /// rechecks parked ones.
+  void settle_parking(std::chrono::steady_clock::time_point now);
+  /// Subscribes to a (new) listener when there is none or it broke.
+  void keep_listening();
   void poll_once();
   void on_done(const record_done& d);
   /// Commits every partition whose applied position moved (or just these);

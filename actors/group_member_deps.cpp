@@ -32,6 +32,9 @@ group_member_deps production_group_member_deps(const context_ptr& ctx,
       partition_worker, ctx, consumer, p, caf::actor{member});
   };
   deps.ledger = [ctx] { return database_gap_ledger(ctx->dsn); };
+  deps.listener = [ctx] {
+    return ctx->outbox_wakeups->get(ctx->dsn, ctx->cfg.relay.shards);
+  };
   return deps;
 }
 

@@ -32,6 +32,8 @@ bool partition_flow::fed(std::int32_t p, clock::time_point now) {
   auto& s = i->second;
   ++s.in_flight;
   s.last_fed = now;
+  s.at_end_since.reset();
+  s.rechecking = false;
   if (s.paused || s.in_flight < max_in_flight_)
     return false;
   s.paused = true;
@@ -55,8 +57,11 @@ bool partition_flow::done(std::int32_t p, std::int64_t offset) {
 
 void partition_flow::begin_drain() {
   draining_ = true;
-  for (auto& [p, s] : slots_)
+  for (auto& [p, s] : slots_) {
     s.paused = true;
+    s.parked = false; // paused by the drain now
+    s.at_end_since.reset();
+  }
 }
 
 bool partition_flow::idle() const {
@@ -93,7 +98,7 @@ std::vector<std::int32_t> partition_flow::unfed_since(clock::duration after,
   if (draining_)
     return out; // a drain pauses everything on purpose
   for (auto& [p, s] : slots_) {
-    if (s.paused || s.in_flight > 0 || now - s.last_fed < after)
+    if (s.paused || s.parked || s.in_flight > 0 || now - s.last_fed < after)
       continue;
     s.last_fed = now;
     out.push_back(p);
@@ -104,6 +109,81 @@ std::vector<std::int32_t> partition_flow::unfed_since(clock::duration after,
 void partition_flow::refetched(std::int32_t p, clock::time_point now) {
   if (auto i = slots_.find(p); i != slots_.end())
     i->second.last_fed = now;
+}
+
+void partition_flow::at_end(std::int32_t p, std::int64_t next_offset,
+                            clock::time_point now) {
+  auto i = slots_.find(p);
+  if (i == slots_.end() || i->second.paused || i->second.parked)
+    return;
+  i->second.at_end_since = now;
+  i->second.end_offset = next_offset;
+}
+
+std::vector<std::int32_t> partition_flow::to_park(clock::duration idle,
+                                                  clock::time_point now) {
+  std::vector<std::int32_t> out;
+  for (auto& [p, s] : slots_) {
+    if (s.paused || s.parked || !s.at_end_since ||
+        (!s.rechecking && now - *s.at_end_since < idle))
+      continue;
+    s.at_end_since.reset();
+    auto known = announced_end_.find(p);
+    if (known != announced_end_.end() && known->second > s.end_offset)
+      continue; // a record past this end is on its way: keep fetching
+    s.parked = true;
+    s.rechecking = false;
+    out.push_back(p);
+  }
+  return out;
+}
+
+bool partition_flow::announced(std::int32_t p, std::int64_t offset) {
+  auto& end = announced_end_[p];
+  end = std::max(end, offset + 1);
+  auto i = slots_.find(p);
+  if (i == slots_.end())
+    return false;
+  auto& s = i->second;
+  if (s.at_end_since && end > s.end_offset)
+    s.at_end_since.reset(); // it fetches that record, then ends again
+  if (!s.parked)
+    return false;
+  s.parked = false;
+  return true;
+}
+
+std::vector<std::int32_t> partition_flow::to_recheck(clock::duration every,
+                                                     clock::time_point now) {
+  std::vector<std::int32_t> out;
+  if (!last_recheck_)
+    last_recheck_ = now;
+  if (now - *last_recheck_ < every)
+    return out;
+  last_recheck_ = now;
+  for (auto& [p, s] : slots_)
+    if (s.parked) {
+      s.parked = false;
+      s.rechecking = true;
+      out.push_back(p);
+    }
+  return out;
+}
+
+std::vector<std::int32_t> partition_flow::unpark_all() {
+  std::vector<std::int32_t> out;
+  for (auto& [p, s] : slots_)
+    if (s.parked) {
+      s.parked = false;
+      out.push_back(p);
+    }
+  return out;
+}
+
+std::size_t partition_flow::parked() const {
+  return static_cast<std::size_t>(
+    std::count_if(slots_.begin(), slots_.end(),
+                  [](const auto& x) { return x.second.parked; }));
 }
 
 } // namespace ef

@@ -26,6 +26,13 @@ public:
     std::int64_t done_up_to = -1; ///< next offset to commit (-1: none)
     std::int64_t committed = -1;  ///< last committed next offset
     clock::time_point last_fed{}; ///< last record or (re)start of its fetch
+    /// Parking (kafka.park-idle-ms): since when it is read to the end (and
+    /// fed nothing since), where that end was, and whether it is parked.
+    std::optional<clock::time_point> at_end_since;
+    std::int64_t end_offset = -1;
+    bool parked = false;
+    /// Resumed by a recheck: parks again at its next end, without waiting.
+    bool rechecking = false;
   };
 
   explicit partition_flow(int max_in_flight);
@@ -77,10 +84,36 @@ public:
   /// The fetch of these partitions was (re)started now.
   void refetched(std::int32_t p, clock::time_point now);
 
+  // Parking: a partition read to its end that stays idle stops fetching
+  // (no empty fetch every kafka.fetch-wait-max-ms) until a relay announces
+  // a record there, or a recheck. Parked counts as paused for everything
+  // else (flow control, the watchdog, restarts keep it paused).
+
+  /// The client read `p` to `next_offset`, the end of its log.
+  void at_end(std::int32_t p, std::int64_t next_offset, clock::time_point now);
+  /// The partitions to pause now: at their end for `idle` (at once after a
+  /// recheck), unpaused, and with no announced record past that end.
+  std::vector<std::int32_t> to_park(clock::duration idle,
+                                    clock::time_point now);
+  /// A relay announced a record at `offset` of `p`. True if `p` must be
+  /// resumed now (it was parked).
+  bool announced(std::int32_t p, std::int64_t offset);
+  /// Every `every`, all parked partitions are resumed once (records no
+  /// relay announced); returns them. `now` starts the first period.
+  std::vector<std::int32_t> to_recheck(clock::duration every,
+                                       clock::time_point now);
+  /// Unparks all (to be resumed by the caller): announcements may have
+  /// been missed.
+  std::vector<std::int32_t> unpark_all();
+  std::size_t parked() const;
+
 private:
   int max_in_flight_;
   bool draining_ = false;
   std::map<std::int32_t, slot> slots_;
+  /// The highest announced offset + 1 per partition, owned or not.
+  std::map<std::int32_t, std::int64_t> announced_end_;
+  std::optional<clock::time_point> last_recheck_;
 };
 
 } // namespace ef

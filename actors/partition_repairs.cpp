@@ -73,11 +73,11 @@ void partition_repairs::run_once(
     replace_worker(p);
   if (out.restart_at.empty())
     return;
-  // A replaced worker starts unpaused; the pauses go in with the new
-  // assignment.
+  // A replaced worker starts unpaused; the pauses (and parkings) go in with
+  // the new assignment.
   std::set<std::int32_t> paused;
   for (auto& [p, s] : flow.slots())
-    if (s.paused)
+    if (s.paused || s.parked)
       paused.insert(p);
   client.restart_at(out.restart_at, paused);
   for (auto& [p, offset] : out.restart_at)

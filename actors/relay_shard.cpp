@@ -152,7 +152,8 @@ bool relay_shard_state::publish(
         throw std::runtime_error(
           "relay " + std::to_string(shard) + ": delivery gap after seq " +
           std::to_string(failed.front()) + " (" + first_error + ")");
-      acked.push_back({rows[i].seq, reports[i].partition, reports[i].offset});
+      acked.push_back({rows[i].seq, reports[i].partition, reports[i].offset,
+                       announce(reports[i].partition)});
       ctx->metrics->observe("outbox_publish_delay_seconds", {},
                             seconds_since_rfc3339(rows[i].event.occurred_at));
       event_log::hop("acked", rows[i].event.order_id, rows[i].event.event_id,
@@ -185,6 +186,23 @@ bool relay_shard_state::publish(
                failed.size(), rows.size(), first_error);
   store->record_failure(failed, first_error);
   return false;
+}
+
+bool relay_shard_state::announce(std::int32_t partition) {
+  auto park_ms = ctx->cfg.kafka.park_idle_ms;
+  if (park_ms <= 0)
+    return false; // no consumer parks
+  // A consumer parks a partition only after park_ms without a record. If we
+  // published there less than half of that ago, it fetched that record (or
+  // is about to) and has not parked since: no announcement needed. Other
+  // relays' records are not known here, which only means more
+  // announcements.
+  auto now = std::chrono::steady_clock::now();
+  auto [it, first] = last_published.emplace(partition, now);
+  bool quiet =
+    first || now - it->second >= std::chrono::milliseconds(park_ms / 2);
+  it->second = now;
+  return quiet;
 }
 
 relay_deps production_relay_deps(const context_ptr& ctx, int shard) {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -52,6 +53,8 @@ struct relay_shard_state {
   caf::actor_clock::time_point next_lead_check{};
   std::string lead_block;  ///< why publishing waits; empty: it does not
   double record_bytes = 0; ///< moving average of a published record's size
+  /// When this relay last published to each partition (announce()).
+  std::map<std::int32_t, std::chrono::steady_clock::time_point> last_published;
   /// Waits after a batch the broker refused rows of (relay.publish-backoff-*).
   std::optional<config::backoff> publish_wait;
 
@@ -62,6 +65,9 @@ struct relay_shard_state {
   /// records are counted by the broker, through the probe the shards of the
   /// process share, and sized by our moving average).
   bool too_far_ahead();
+  /// Whether the mark announces a record just published to `partition`
+  /// (kafka.park-idle-ms): unless this relay published there recently.
+  bool announce(std::int32_t partition);
   /// Publishes one batch and marks what was acknowledged; returns false if
   /// some rows failed (the caller backs off).
   bool publish(int epoch, const std::vector<persistence::outbox_row>& rows);

@@ -153,6 +153,9 @@ const std::map<std::string, family>& catalog() {
     {"relay_waiting_for_consumers",
      {kind::gauge, "1 while a relay shard waits: a partition holds "
                    "relay.max-lead-bytes beyond the slowest consumer."}},
+    {"consumer_partitions_parked",
+     {kind::gauge, "Owned partitions read to the end that stopped fetching "
+                   "until a relay announces a record (kafka.park-idle-ms)."}},
   };
   return all;
 }

@@ -239,7 +239,8 @@ std::string relay_script(int shards, int batch) {
                           {3, "array_fill(0, ARRAY[" + b + "])"},
                           {4, "array_fill(0::bigint, ARRAY[" + b + "])"},
                           {5, relay_class},
-                          {6, ":shard"}}));
+                          {6, ":shard"},
+                          {7, "''"}}));
   s += "COMMIT;\n";
   return s;
 }

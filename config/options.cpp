@@ -327,6 +327,20 @@ std::vector<option> make_options() {
     "longest a fetch waits for new records: the consumer latency floor on "
     "the in-process broker, which answers an empty fetch only after this "
     "wait; a real broker answers as soon as records arrive"));
+  v.push_back(int_opt<int>(
+    "kafka.park-idle-ms",
+    [](settings& s) -> int& { return s.kafka.park_idle_ms; }, 0, 3600000,
+    "a partition read to its end that gets no record for this long stops "
+    "fetching (no idle fetch every kafka.fetch-wait-max-ms) until a relay "
+    "announces that it published there (NOTIFY outbox_published). A relay "
+    "does not announce a partition it published to less than half of this "
+    "ago: no consumer can have parked it since. 0: never park"));
+  v.push_back(int_opt<int>(
+    "kafka.park-recheck-ms",
+    [](settings& s) -> int& { return s.kafka.park_recheck_ms; }, 100, 3600000,
+    "parked partitions fetch once this often all the same: the longest a "
+    "record no relay announced (a DLQ replay, another producer, a lost "
+    "signal) waits"));
   v.push_back(list_opt(
     "kafka.debug-contexts",
     [](settings& s) -> std::vector<std::string>& {

@@ -46,6 +46,12 @@ struct settings {
     int delivery_timeout_ms = 30000;
     std::string dlq_topic; ///< empty: "<topic>.dlq"
     int fetch_wait_max_ms = 5;
+    /// A partition read to its end and fed nothing for this long stops
+    /// fetching until a relay says it published there (0: never).
+    int park_idle_ms = 1000;
+    /// Parked partitions fetch once this often all the same, for records
+    /// no relay announced (DLQ replays, other producers, a lost signal).
+    int park_recheck_ms = 2000;
     /// librdkafka debug contexts kept in memory by consumer group members
     /// and shown when a fetch stalls; empty: off.
     std::vector<std::string> debug_contexts;

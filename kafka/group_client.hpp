@@ -32,6 +32,11 @@ public:
     /// Whether a partition about to be assigned must start paused (a drain
     /// in progress); unset: none does.
     std::function<bool(std::int32_t partition)> starts_paused;
+    /// `partition` was read to the end of its log: `next_offset` is where
+    /// the broker's log ends now. Once per end reached (again after every
+    /// pause and resume).
+    std::function<void(std::int32_t partition, std::int64_t next_offset)>
+      at_end;
   };
 
   /// A partition's log as the broker holds it now: [low, high).
@@ -68,6 +73,18 @@ public:
 
   virtual void pause(std::int32_t partition) = 0;
   virtual void resume(std::int32_t partition) = 0;
+
+  /// Resumes a paused partition at `offset` (where it was paused) and gets
+  /// its fetch going at once: a plain resume is fetched only when the
+  /// client next looks at its partitions, up to a second later.
+  virtual void resume_at_once(std::int32_t partition, std::int64_t offset) {
+    (void)offset;
+    resume(partition);
+  }
+
+  /// Makes a poll() in progress on another thread return now (or the next
+  /// one, if none is). The one call that is thread-safe.
+  virtual void wake() {}
 
   /// Kept client debug lines naming `partition` (empty if none are kept).
   virtual std::vector<std::string> recent_debug(std::int32_t partition) const {

@@ -3,6 +3,7 @@
 #include "kafka/client_config.hpp"
 #include "messages/record_headers.hpp"
 
+#include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -109,6 +110,9 @@ private:
 
 struct group_consumer::impl {
   std::function<void(std::int32_t, std::int64_t)> position_lost;
+  std::function<void(std::int32_t, std::int64_t)> at_end;
+  /// The queue consume() waits on, for wake() (rd_kafka_queue_yield).
+  rd_kafka_queue_t* consumer_queue = nullptr;
   std::unique_ptr<debug_capture> debug;
   std::unique_ptr<rebalancer> rebalance;
   std::unique_ptr<RdKafka::KafkaConsumer> consumer;
@@ -126,6 +130,7 @@ group_consumer::group_consumer(const std::string& brokers,
     : impl_(std::make_unique<impl>()) {
   impl_->topic = topic;
   impl_->position_lost = cbs.position_lost;
+  impl_->at_end = cbs.at_end;
   impl_->rebalance =
     std::make_unique<rebalancer>(std::move(cbs), impl_->started_at);
   auto conf = make_conf(
@@ -135,7 +140,8 @@ group_consumer::group_consumer(const std::string& brokers,
      {"enable.auto.offset.store", "false"},
      // Never skip: a lost position is the application's decision.
      {"auto.offset.reset", "error"},
-     {"enable.partition.eof", "false"},
+     // The member parks a partition read to its end (kafka.park-idle-ms).
+     {"enable.partition.eof", "true"},
      {"partition.assignment.strategy", "range"},
      {"log.connection.close", "false"},
      {"session.timeout.ms", std::to_string(session_timeout_ms)},
@@ -161,6 +167,7 @@ group_consumer::group_consumer(const std::string& brokers,
   impl_->consumer.reset(RdKafka::KafkaConsumer::create(conf.get(), err));
   if (!impl_->consumer)
     throw std::runtime_error("cannot create kafka consumer: " + err);
+  impl_->consumer_queue = rd_kafka_queue_get_consumer(impl_->consumer->c_ptr());
   auto rc = impl_->consumer->subscribe({topic});
   if (rc != RdKafka::ERR_NO_ERROR)
     throw std::runtime_error("cannot subscribe to " + topic + ": " +
@@ -169,6 +176,9 @@ group_consumer::group_consumer(const std::string& brokers,
 
 group_consumer::~group_consumer() {
   close();
+  // Our reference to the consumer queue must go before the client does.
+  if (impl_->consumer_queue)
+    rd_kafka_queue_destroy(impl_->consumer_queue);
 }
 
 std::optional<partition_record> group_consumer::poll(int timeout_ms) {
@@ -194,6 +204,10 @@ std::optional<partition_record> group_consumer::poll(int timeout_ms) {
     return r;
   }
   case RdKafka::ERR__TIMED_OUT:
+    return std::nullopt;
+  case RdKafka::ERR__PARTITION_EOF:
+    if (impl_->at_end)
+      impl_->at_end(m->partition(), m->offset());
     return std::nullopt;
   case RdKafka::ERR__AUTO_OFFSET_RESET:
     if (impl_->position_lost) {
@@ -312,6 +326,28 @@ void group_consumer::resume(std::int32_t partition) {
   tp_list l;
   l.v.push_back(RdKafka::TopicPartition::create(impl_->topic, partition));
   impl_->consumer->resume(l.v);
+}
+
+void group_consumer::resume_at_once(std::int32_t partition,
+                                    std::int64_t offset) {
+  resume(partition);
+  // librdkafka 2.0.2 does not wake its broker thread for a resume (it sees
+  // the partition at its next turn, up to socket.blocking.max.ms later); a
+  // seek does, once it is done. Queued after the resume, so the partition is
+  // no longer paused when the thread looks. Asynchronous (timeout 0); the
+  // position is where the partition was paused, so nothing is skipped.
+  std::unique_ptr<RdKafka::TopicPartition> tp(
+    RdKafka::TopicPartition::create(impl_->topic, partition, offset));
+  auto rc = impl_->consumer->seek(*tp, 0);
+  if (rc != RdKafka::ERR_NO_ERROR)
+    spdlog::warn("consumer {}: partition {} resumed, but its seek to {} "
+                 "failed ({}): it fetches at the client's next turn",
+                 impl_->topic, partition, offset, RdKafka::err2str(rc));
+}
+
+void group_consumer::wake() {
+  if (impl_->consumer_queue)
+    rd_kafka_queue_yield(impl_->consumer_queue);
 }
 
 void group_consumer::close() {

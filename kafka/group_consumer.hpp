@@ -76,6 +76,8 @@ public:
   /// restart_at's `paused`).
   void pause(std::int32_t partition) override;
   void resume(std::int32_t partition) override;
+  void resume_at_once(std::int32_t partition, std::int64_t offset) override;
+  void wake() override;
 
   /// The captured librdkafka debug lines (see the constructor) that name
   /// `partition` of the topic, oldest first; empty without debugging.

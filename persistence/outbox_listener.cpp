@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace ef::persistence {
 
 namespace {
@@ -12,6 +14,8 @@ namespace {
 constexpr int wait_slice_us = 200'000;
 
 } // namespace
+
+const char* const outbox_published_channel = "outbox_published";
 
 std::string outbox_channel(int shard) {
   // Lowercase on purpose: LISTEN folds unquoted names, pqxx quotes them.
@@ -32,13 +36,28 @@ struct outbox_listener::impl {
     impl& owner_;
   };
 
+  /// Hands announcements to the subscribers (listener thread).
+  class announcements : public pqxx::notification_receiver {
+  public:
+    announcements(pqxx::connection_base& c, impl& owner)
+        : pqxx::notification_receiver(c, outbox_published_channel),
+          owner_(owner) {}
+    void operator()(const std::string& payload, int) override {
+      owner_.announce(payload);
+    }
+
+  private:
+    impl& owner_;
+  };
+
   mutable std::mutex mtx;
+  std::vector<std::weak_ptr<published_sink>> sinks;
   std::condition_variable cv;
   std::vector<bool> fired;
   bool broken = false;
   bool stop = false;
   std::unique_ptr<pqxx::connection> conn;
-  std::vector<std::unique_ptr<receiver>> receivers;
+  std::vector<std::unique_ptr<pqxx::notification_receiver>> receivers;
   std::thread thread;
 
   void fire(int shard) {
@@ -47,6 +66,37 @@ struct outbox_listener::impl {
       fired[static_cast<size_t>(shard)] = true;
     }
     cv.notify_all();
+  }
+
+  /// "partition:offset,..." to every live subscriber; malformed parts are
+  /// skipped (a parked partition then waits for its recheck).
+  void announce(const std::string& payload) {
+    std::vector<std::pair<std::int32_t, std::int64_t>> parts;
+    for (size_t i = 0; i < payload.size();) {
+      auto end = payload.find(',', i);
+      if (end == std::string::npos)
+        end = payload.size();
+      auto item = payload.substr(i, end - i);
+      auto colon = item.find(':');
+      try {
+        if (colon != std::string::npos)
+          parts.emplace_back(std::stoi(item.substr(0, colon)),
+                             std::stoll(item.substr(colon + 1)));
+      } catch (const std::exception&) {
+        // skipped
+      }
+      i = end + 1;
+    }
+    std::vector<std::shared_ptr<published_sink>> live;
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      for (auto& w : sinks)
+        if (auto x = w.lock())
+          live.push_back(std::move(x));
+    }
+    for (auto& x : live)
+      for (auto& [p, o] : parts)
+        x->published(p, o);
   }
 
   void run() {
@@ -86,6 +136,8 @@ outbox_listener::outbox_listener(const std::string& dsn, int shards)
     for (int s = 0; s < shards; ++s)
       impl_->receivers.push_back(
         std::make_unique<impl::receiver>(*impl_->conn, s, *impl_));
+    impl_->receivers.push_back(
+      std::make_unique<impl::announcements>(*impl_->conn, *impl_));
   } catch (...) {
     impl_->receivers.clear(); // before their connection
     rethrow_as_db_error();
@@ -121,6 +173,15 @@ bool outbox_listener::await(int shard, std::chrono::milliseconds timeout) {
 bool outbox_listener::healthy() const {
   std::lock_guard<std::mutex> guard{impl_->mtx};
   return !impl_->broken;
+}
+
+void outbox_listener::subscribe(std::weak_ptr<published_sink> sink) {
+  std::lock_guard<std::mutex> guard{impl_->mtx};
+  auto& v = impl_->sinks;
+  v.erase(std::remove_if(v.begin(), v.end(),
+                         [](const auto& w) { return w.expired(); }),
+          v.end());
+  v.push_back(std::move(sink));
 }
 
 std::shared_ptr<outbox_listener> listener_slot::get(const std::string& dsn,

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,11 +14,24 @@ namespace ef::persistence {
 /// The channel an outbox shard's inserts NOTIFY (migrations' trigger).
 std::string outbox_channel(int shard);
 
+/// The channel relays announce published records on, when their mark
+/// commits: "partition:offset,..." with the highest offset per partition.
+extern const char* const outbox_published_channel;
+
+/// Who hears the announcements: a consumer group member that stops
+/// fetching partitions it read to the end. Called on the listener's thread.
+class published_sink {
+public:
+  virtual ~published_sink() = default;
+  virtual void published(std::int32_t partition, std::int64_t offset) = 0;
+};
+
 /// One LISTEN session for the outbox channels of every relay shard of a
-/// process. A NOTIFY wakes every backend that LISTENs in the database, and
-/// each runs a transaction to read the notification queue, whatever its
-/// channels: with one LISTEN session per shard, every order cost the
-/// server one such transaction per shard. Here it costs one per process.
+/// process, and for the relays' announcements (outbox_published_channel). A
+/// NOTIFY wakes every backend that LISTENs in the database, and each runs a
+/// transaction to read the notification queue, whatever its channels: with one
+/// LISTEN session per shard, every order cost the server one such transaction
+/// per shard. Here it costs one per process.
 ///
 /// Connects and LISTENs in the constructor (so a read after it cannot miss
 /// an insert), then a thread of its own waits on the session. When the
@@ -38,6 +52,9 @@ public:
 
   /// False once the session broke.
   bool healthy() const;
+
+  /// `sink` hears every announcement from now on, while it lives.
+  void subscribe(std::weak_ptr<published_sink> sink);
 
 private:
   struct impl;

@@ -4,6 +4,9 @@
 #include "persistence/lock_classes.hpp"
 #include "persistence/outbox_listener.hpp"
 
+#include <algorithm>
+#include <map>
+
 namespace ef::persistence {
 
 // `seq + 0`: see migration 5 (only the partial index orders by it). The
@@ -40,8 +43,12 @@ const char* const sql::mark_sent =
              now_is
         WHERE o.seq = x.seq AND o.sent_at IS NULL
           AND now_is.epoch = $1 AND now_is.owner
-        RETURNING 1)
-      SELECT epoch, owner, (SELECT count(*) FROM marked) FROM now_is)sql";
+        RETURNING 1),
+      announced AS (
+        SELECT pg_notify('outbox_published', $7) FROM now_is
+        WHERE now_is.epoch = $1 AND now_is.owner AND $7 <> '')
+      SELECT epoch, owner, (SELECT count(*) FROM marked),
+             (SELECT count(*) FROM announced) FROM now_is)sql";
 
 struct outbox_store::impl {
   std::unique_ptr<pqxx::connection> conn;
@@ -130,18 +137,25 @@ mark_result outbox_store::mark_sent(int epoch,
   if (acked.empty())
     return mark_result::marked;
   std::vector<std::int64_t> seqs, offsets, partitions;
+  std::map<std::int32_t, std::int64_t> last; // announced: highest per partition
   for (auto& a : acked) {
     seqs.push_back(a.seq);
     partitions.push_back(a.partition);
     offsets.push_back(a.offset);
+    if (a.announce)
+      last[a.partition] = std::max(last[a.partition], a.offset);
   }
+  std::string announce;
+  for (auto& [p, o] : last)
+    announce += (announce.empty() ? "" : ",") + std::to_string(p) + ":" +
+                std::to_string(o);
   bool owner = true;
   try {
     pqxx::work w(*impl_->conn);
     w.exec_prepared("epoch_guard", epoch_lock_class);
     auto r = w.exec_prepared1("mark_sent", epoch, array_literal(seqs),
                               array_literal(partitions), array_literal(offsets),
-                              relay_lock_class, shard_);
+                              relay_lock_class, shard_, announce);
     if (r[0].as<int>() != epoch)
       return mark_result::epoch_changed; // marked nothing; rolls back
     owner = r[1].as<bool>();

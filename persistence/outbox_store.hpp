@@ -18,9 +18,10 @@ extern const char* const unsent;
 /// lock class.
 extern const char* const epoch_guard;
 /// The mark, run after epoch_guard as a statement of its own: $1 epoch, $2
-/// seqs, $3 partitions, $4 offsets (arrays), $5 relay lock class, $6 shard.
-/// Returns the current epoch, whether this session holds the shard, and how
-/// many rows it marked (none unless both hold).
+/// seqs, $3 partitions, $4 offsets (arrays), $5 relay lock class, $6 shard,
+/// $7 the announcement ("partition:offset,..."; empty: none). Returns the
+/// current epoch, whether this session holds the shard, and how many rows it
+/// marked (none unless both hold; nothing is announced then either).
 extern const char* const mark_sent;
 } // namespace sql
 
@@ -35,6 +36,9 @@ struct sent_position {
   std::int64_t seq = 0;
   std::int32_t partition = 0;
   std::int64_t offset = 0;
+  /// Tell consumers that parked the partition (outbox_published_channel)
+  /// when the mark commits.
+  bool announce = false;
 };
 
 /// The oldest unsent rows of a shard and the broker epoch current when they

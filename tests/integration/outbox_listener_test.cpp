@@ -1,3 +1,4 @@
+#include "kafka/embedded_broker.hpp"
 #include "persistence/db_error.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/order_store.hpp"
@@ -76,4 +77,38 @@ TEST_CASE("a_broken_listen_session_fails_every_waiting_relay_and_the_next_"
   persistence::order_store orders(db.dsn(), 1);
   orders.create({"again", {{"sku", 1, 100}}, "", "", ""});
   CHECK(restarted.await_notify(5000));
+}
+
+TEST_CASE("idle_partitions_park_and_only_a_relay_announcement_brings_the_next_"
+          "order_to_both_consumers") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.consumer.enabled = {"fulfillment", "billing"};
+  cfg.kafka.park_idle_ms = 200;
+  // No recheck within the test: a parked partition moves only when a relay
+  // announces a record there.
+  cfg.kafka.park_recheck_ms = 3'600'000;
+  kafka::embedded_broker broker{
+    1,
+    {{"orders", cfg.kafka.partitions}, {"orders.dlq", cfg.kafka.partitions}}};
+  auto brokers = broker.bootstrap_servers();
+  test::tree t(cfg, {db.dsn(), brokers});
+  auto everything_parked = [&] {
+    double n = 0;
+    for (auto& [series, v] :
+         t.metrics().positive_gauges("consumer_partitions_parked"))
+      n += v;
+    return n == 2 * cfg.kafka.partitions;
+  };
+  for (int round = 0; round < 3; ++round) {
+    INFO("round " << round);
+    REQUIRE(test::wait_until(everything_parked));
+    REQUIRE(test::post_json(t.url(), "/orders",
+                            test::order_body("parked", 1, 100 + round))
+              .first == 201);
+    REQUIRE(
+      test::wait_until([&] { return test::quiescent(db, cfg, brokers); }));
+  }
+  CHECK(db.scalar<long>("SELECT count(*) FROM business_effects") == 6);
+  CHECK(db.scalar<long>("SELECT count(*) FROM processed_events") == 6);
 }

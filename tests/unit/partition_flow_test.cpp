@@ -88,3 +88,84 @@ TEST_CASE("a_partition_unfed_for_a_period_with_nothing_in_flight_is_looked_at_"
   f.begin_drain();
   CHECK(f.unfed_since(10s, t + 60s).empty());
 }
+
+TEST_CASE("a_partition_idle_at_its_end_parks_after_the_idle_time_and_an_"
+          "announcement_resumes_it") {
+  partition_flow f(10);
+  auto t = partition_flow::clock::now();
+  f.start(0, false, t);
+  f.start(1, false, t);
+  f.at_end(0, 7, t);
+  f.at_end(1, 3, t);
+  CHECK(f.to_park(1s, t + 999ms).empty()); // not idle long enough
+  f.fed(1, t + 500ms);                     // fed: no longer at its end
+  f.done(1, 3);
+  auto parked = f.to_park(1s, t + 1s);
+  REQUIRE(parked == std::vector<std::int32_t>{0});
+  CHECK(f.find(0)->parked);
+  CHECK(f.parked() == 1);
+  CHECK(f.to_park(1s, t + 5s).empty()); // asked once
+  // Parked counts as paused: the watchdog leaves it alone.
+  CHECK(f.unfed_since(1s, t + 60s) == std::vector<std::int32_t>{1});
+  // An announcement for another partition, or an owned one not parked,
+  // resumes nothing.
+  CHECK_FALSE(f.announced(5, 0));
+  CHECK_FALSE(f.announced(1, 3));
+  // The record at offset 7 of partition 0: resume it.
+  CHECK(f.announced(0, 7));
+  CHECK_FALSE(f.find(0)->parked);
+  CHECK_FALSE(f.announced(0, 8)); // resumed already
+}
+
+TEST_CASE("a_partition_with_an_announced_record_past_its_end_does_not_park") {
+  partition_flow f(10);
+  auto t = partition_flow::clock::now();
+  f.start(0, false, t);
+  // The announcement overtook the fetch: the end the client saw (5) is
+  // older than the record announced at 5.
+  CHECK_FALSE(f.announced(0, 5));
+  f.at_end(0, 5, t);
+  CHECK(f.to_park(1s, t + 2s).empty());
+  // Once it read past that record and reached the end again, it parks.
+  f.fed(0, t + 2s);
+  f.at_end(0, 6, t + 2s);
+  CHECK(f.to_park(1s, t + 3s) == std::vector<std::int32_t>{0});
+}
+
+TEST_CASE("parked_partitions_are_rechecked_once_per_period_and_park_again_at_"
+          "once_when_nothing_came") {
+  partition_flow f(10);
+  auto t = partition_flow::clock::now();
+  f.start(0, false, t);
+  f.start(1, false, t);
+  CHECK(f.to_recheck(10s, t).empty()); // starts the first period
+  f.at_end(0, 1, t);
+  f.at_end(1, 1, t);
+  CHECK(f.to_park(1s, t + 1s).size() == 2);
+  CHECK(f.to_recheck(10s, t + 9s).empty());
+  CHECK(f.to_recheck(10s, t + 10s) == std::vector<std::int32_t>{0, 1});
+  CHECK(f.parked() == 0);
+  // Partition 0 ends where it was: parks without the idle wait. Partition 1
+  // got a record: back to the idle wait.
+  f.at_end(0, 1, t + 10s);
+  f.fed(1, t + 10s);
+  f.at_end(1, 2, t + 10s);
+  CHECK(f.to_park(1s, t + 10s) == std::vector<std::int32_t>{0});
+  CHECK(f.to_park(1s, t + 11s) == std::vector<std::int32_t>{1});
+}
+
+TEST_CASE("paused_and_draining_partitions_never_park_and_a_drain_unparks") {
+  partition_flow f(1);
+  auto t = partition_flow::clock::now();
+  f.start(0, false, t);
+  f.start(1, false, t);
+  CHECK(f.fed(0, t)); // flow control pauses it
+  f.at_end(0, 1, t);  // an end reported before the pause took effect
+  f.at_end(1, 1, t);
+  CHECK(f.to_park(1s, t + 1s) == std::vector<std::int32_t>{1});
+  f.begin_drain();
+  CHECK(f.parked() == 0); // paused by the drain now, not parked
+  f.at_end(1, 1, t + 2s);
+  CHECK(f.to_park(1s, t + 5s).empty());
+  CHECK(f.unpark_all().empty());
+}
