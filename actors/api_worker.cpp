@@ -294,6 +294,10 @@ api_worker(api_worker_actor::stateful_pointer<api_worker_state> self,
     [=](create_order& cmd) -> caf::result<order_accepted> {
       if (auto bad = validate(cmd))
         return make_api_error(api_errc::invalid, bad->message, bad->field);
+      // A typed caller's keyed command gets the check HTTP requests get: a
+      // reused key with another body is a conflict, not a replay.
+      if (!cmd.idempotency_key.empty() && cmd.request_fingerprint.empty())
+        cmd.request_fingerprint = request_fingerprint(cmd);
       api_worker_state::pending_write w{std::move(cmd), new_uuid_v7(),
                                         new_uuid_v7(),
                                         self->make_response_promise()};

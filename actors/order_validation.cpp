@@ -1,5 +1,11 @@
 #include "actors/order_validation.hpp"
 
+#include "messages/ids.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
 namespace ef {
 
 namespace {
@@ -99,6 +105,19 @@ std::optional<invalid_field> validate_idempotency_key(std::string_view key) {
       return invalid_field{"Idempotency-Key",
                            "may contain only visible ASCII characters"};
   return std::nullopt;
+}
+
+std::string request_fingerprint(const create_order& cmd) {
+  // nlohmann's objects keep their keys sorted: this is the canonical form.
+  nlohmann::json items = nlohmann::json::array();
+  for (auto& i : cmd.items)
+    items.push_back(
+      {{"sku", i.sku}, {"qty", i.qty}, {"price_cents", i.price_cents}});
+  nlohmann::json body{{"customer_id", cmd.customer_id}, {"items", items}};
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(fnv1a64(body.dump())));
+  return buf;
 }
 
 } // namespace ef

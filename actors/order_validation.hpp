@@ -36,6 +36,14 @@ size_t utf8_length(std::string_view s);
 /// Checks every value of the command; nullopt if it may be written.
 std::optional<invalid_field> validate(const create_order& cmd);
 
+/// What identifies a create request beside its Idempotency-Key: a reused key
+/// with another fingerprint is refused (api_errc::conflict). FNV-1a 64 (hex)
+/// of the canonical JSON of customer and items (keys sorted, no spaces), so
+/// it is what the HTTP front stored for the same body before every caller
+/// used this. The API actor fills it in for a keyed command that has none:
+/// typed callers get the same check as HTTP.
+std::string request_fingerprint(const create_order& cmd);
+
 /// Checks an Idempotency-Key: 1 to 200 visible ASCII characters.
 std::optional<invalid_field> validate_idempotency_key(std::string_view key);
 

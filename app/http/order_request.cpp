@@ -122,16 +122,6 @@ std::string text(const json& obj, const char* key, const std::string& field) {
   return i->get<std::string>();
 }
 
-/// FNV-1a 64 of the canonical body (keys sorted), so the same order sent
-/// with reordered keys or other spacing is "the same request".
-std::string fingerprint(const json& body) {
-  auto h = fnv1a64(body.dump());
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx",
-                static_cast<unsigned long long>(h));
-  return buf;
-}
-
 } // namespace
 
 std::variant<create_order, refusal> parse_order(const order_request& req) {
@@ -171,7 +161,7 @@ std::variant<create_order, refusal> parse_order(const order_request& req) {
       cmd.idempotency_key = *req.idempotency_key;
     if (auto bad = validate(cmd))
       return refusal{400, bad->message, bad->field};
-    cmd.request_fingerprint = fingerprint(body);
+    cmd.request_fingerprint = request_fingerprint(cmd);
     return cmd;
   } catch (const structure_error& e) {
     return e.why;

@@ -1,6 +1,7 @@
 // EventForge embedded in another CAF application: the host's own actors talk
 // to the tree through the handle ef::start() returns.
 
+#include "actors/order_validation.hpp"
 #include "messages/api_error.hpp"
 #include "messages/interfaces.hpp"
 #include "tests/support/harness.hpp"
@@ -155,4 +156,44 @@ TEST_CASE("drain_names_the_group_members_that_could_not_apply_what_they_"
   CHECK(again.drained);
   CHECK(again.not_drained.empty());
   t.stop();
+}
+
+TEST_CASE("a_reused_idempotency_key_with_another_body_through_the_typed_root_"
+          "is_refused_and_writes_nothing") {
+  test::database db;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  caf::scoped_actor self{t.system()};
+  auto send = [&](const create_order& cmd) {
+    std::optional<order_accepted> ok;
+    caf::error err;
+    self->request(t.root(), 10s, cmd)
+      .receive([&](order_accepted& a) { ok = a; },
+               [&](caf::error& e) { err = e; });
+    return std::make_pair(ok, err);
+  };
+  // No fingerprint set by the caller: the API actor computes it.
+  create_order first{"typed", {{"book", 2, 1500}}, "typed-key", "", ""};
+  auto [a, a_err] = send(first);
+  REQUIRE(a);
+  CHECK_FALSE(a->replayed);
+  // The same request again: the same order.
+  auto [b, b_err] = send(first);
+  REQUIRE(b);
+  CHECK(b->replayed);
+  CHECK(b->order_id == a->order_id);
+  // The same key with another body: refused, as HTTP refuses it with 409.
+  auto other = first;
+  other.items[0].qty = 3;
+  auto [c, c_err] = send(other);
+  CHECK_FALSE(c);
+  CHECK(c_err.category() == api_error_category());
+  CHECK(c_err.code() == static_cast<uint8_t>(api_errc::conflict));
+  CHECK(db.scalar<int>("SELECT count(*) FROM orders") == 1);
+  CHECK(db.scalar<int>("SELECT count(*) FROM outbox") == 1);
+  CHECK(db.scalar<std::string>("SELECT request_fingerprint FROM "
+                               "idempotency_keys WHERE key = 'typed-key'") ==
+        request_fingerprint(first));
+  CHECK(db.scalar<int>("SELECT sum(qty)::int FROM order_items") == 2);
 }

@@ -1,3 +1,4 @@
+#include "actors/order_validation.hpp"
 #include "messages/ids.hpp"
 
 #include <catch2/catch.hpp>
@@ -50,4 +51,25 @@ TEST_CASE("fnv1a64_keeps_the_values_stored_fingerprints_were_made_with") {
   CHECK(ef::fnv1a64("") == 0x14650fb0739d0383ULL);
   CHECK(ef::fnv1a64("a") == 0x44bd8ad473cd9906ULL);
   CHECK(ef::fnv1a64("foobar") == 0x88fad7c0a8ff07f2ULL);
+}
+
+TEST_CASE("a_create_requests_fingerprint_is_the_one_the_http_front_stored_for_"
+          "the_same_body") {
+  // The HTTP front stored FNV-1a 64 of the body's canonical JSON (keys
+  // sorted, no spaces); keys within their retention must still match.
+  ef::create_order cmd{"c1", {{"book", 2, 1500}}, "k", "", ""};
+  char want[17];
+  std::snprintf(
+    want, sizeof(want), "%016llx",
+    static_cast<unsigned long long>(ef::fnv1a64(
+      R"({"customer_id":"c1","items":[{"price_cents":1500,"qty":2,"sku":"book"}]})")));
+  CHECK(ef::request_fingerprint(cmd) == want);
+  // Another body, another fingerprint; the key and trace do not count.
+  auto other = cmd;
+  other.items[0].qty = 3;
+  CHECK(ef::request_fingerprint(other) != want);
+  other = cmd;
+  other.idempotency_key = "k2";
+  other.traceparent = "00-x";
+  CHECK(ef::request_fingerprint(other) == want);
 }
