@@ -1,5 +1,6 @@
 #include "app/tools/bench_runner.hpp"
 
+#include "actors/applied.hpp"
 #include "app/embedded/runtime.hpp"
 #include "app/tools/pipeline_host.hpp"
 #include "app/tools/verifier.hpp"
@@ -82,7 +83,7 @@ bool wait_drained(const config::settings& cfg, const endpoints& ep,
                   int timeout_s, const char* phase) {
   auto started = clock::now();
   auto next_note = started + std::chrono::seconds(10);
-  while (!quiescent(cfg, ep)) {
+  while (!applied_gap(cfg, ep).empty()) {
     if (since(started) > timeout_s) {
       spdlog::error("bench: {}: the pipeline did not drain within {} s", phase,
                     timeout_s);

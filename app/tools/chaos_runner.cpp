@@ -1,9 +1,10 @@
 #include "app/tools/chaos_runner.hpp"
 
+#include "actors/applied.hpp"
 #include "actors/eventforge.hpp"
+#include "app/embedded/runtime.hpp"
 #include "app/http/frontend.hpp"
 #include "app/tools/pipeline_host.hpp"
-#include "app/embedded/runtime.hpp"
 #include "app/tools/verifier.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/atoms.hpp"
@@ -275,7 +276,8 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan,
   auto deadline = driven + std::chrono::seconds(plan.timeout_s);
   bool settled = false;
   auto next_progress = clock::now() + std::chrono::seconds(5);
-  while (!(settled = quiescent(cfg, rt.where())) && clock::now() < deadline) {
+  while (!(settled = applied_gap(cfg, rt.where()).empty()) &&
+         clock::now() < deadline) {
     // Counting big tables is not free: look less often once it takes long.
     std::this_thread::sleep_for(std::chrono::milliseconds(
       clock::now() - driven < std::chrono::seconds(10) ? 200 : 1000));

@@ -1,6 +1,5 @@
 #include "app/tools/pipeline_host.hpp"
 
-#include "kafka/offsets.hpp"
 #include "persistence/invariant_queries.hpp"
 
 #include <spdlog/spdlog.h>
@@ -66,34 +65,6 @@ void pipeline::stop() {
 std::string pipeline::url() const {
   std::lock_guard<std::mutex> guard{url_mtx_};
   return url_;
-}
-
-std::string quiescence_gap(const config::settings& cfg, const endpoints& ep) {
-  auto c = persistence::read_counts(ep.database_dsn);
-  auto consumers = static_cast<long>(cfg.consumer.enabled.size());
-  if (c.unsent != 0)
-    return "outbox: " + std::to_string(c.unsent) + " unsent";
-  if (c.marks < consumers * c.events)
-    return "processed_events: " + std::to_string(c.marks) + " marks of " +
-           std::to_string(consumers * c.events);
-  auto ends = kafka::log_end_offsets(ep.kafka_brokers, cfg.kafka.topic,
-                                     cfg.kafka.partitions);
-  for (auto& name : cfg.consumer.enabled) {
-    auto committed =
-      kafka::committed_offsets(ep.kafka_brokers, "eventforge." + name,
-                               cfg.kafka.topic, cfg.kafka.partitions);
-    // A partition that never received a record has no commit (-1).
-    for (size_t p = 0; p < ends.size(); ++p)
-      if (ends[p] > 0 && committed[p] != ends[p])
-        return name + ": partition " + std::to_string(p) + " committed " +
-               std::to_string(committed[p]) + " of log end " +
-               std::to_string(ends[p]);
-  }
-  return {};
-}
-
-bool quiescent(const config::settings& cfg, const endpoints& ep) {
-  return quiescence_gap(cfg, ep).empty();
 }
 
 long outbox_unsent(const std::string& dsn) {

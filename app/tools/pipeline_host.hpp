@@ -43,15 +43,6 @@ private:
   std::string url_; ///< guarded by url_mtx_
 };
 
-/// What still keeps the pipeline from being quiescent, e.g. "outbox: 1
-/// unsent" or "billing: partition 1 committed -1 of log end 1"; empty once
-/// the outbox is drained, every consumer marked every event and every group
-/// committed up to the log end.
-std::string quiescence_gap(const config::settings& cfg, const endpoints& ep);
-
-/// True once quiescence_gap() is empty.
-bool quiescent(const config::settings& cfg, const endpoints& ep);
-
 /// Outbox rows not yet published.
 long outbox_unsent(const std::string& dsn);
 

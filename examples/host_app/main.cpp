@@ -129,12 +129,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  auto deadline =
-    std::chrono::steady_clock::now() + std::chrono::seconds(cfg.timeout_s);
-  while (!ef::app::quiescent(s, where) &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(100ms);
-  auto gap = ef::app::quiescence_gap(s, where);
+  // Everything placed so far published, applied and committed: what
+  // verify reads no longer moves.
+  auto gap =
+    ef::await_applied(s, where, std::chrono::seconds(cfg.timeout_s)).gap;
 
   const auto& dsn = where.database_dsn;
   auto wrong_balances = scalar<long>(

@@ -15,6 +15,7 @@
 
 // Starting, draining and stopping the tree inside the host's actor system,
 // and its typed protocol (order_api, dlq_api, control_api).
+#include "actors/applied.hpp"
 #include "actors/eventforge.hpp"
 #include "messages/api_error.hpp"
 #include "messages/interfaces.hpp"

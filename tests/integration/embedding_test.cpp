@@ -1,9 +1,11 @@
 // EventForge embedded in another CAF application: the host's own actors talk
 // to the tree through the handle ef::start() returns.
 
+#include "actors/applied.hpp"
 #include "actors/order_validation.hpp"
 #include "messages/api_error.hpp"
 #include "messages/interfaces.hpp"
+#include "persistence/order_store.hpp"
 #include "tests/support/harness.hpp"
 
 #include <catch2/catch.hpp>
@@ -196,4 +198,30 @@ TEST_CASE("a_reused_idempotency_key_with_another_body_through_the_typed_root_"
                                "idempotency_keys WHERE key = 'typed-key'") ==
         request_fingerprint(first));
   CHECK(db.scalar<int>("SELECT sum(qty)::int FROM order_items") == 2);
+}
+
+TEST_CASE("await_applied_returns_once_everything_is_applied_and_names_what_"
+          "is_missing_when_it_times_out") {
+  test::database db;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  endpoints where{db.dsn(), broker.bootstrap_servers()};
+  {
+    test::tree t(cfg, where);
+    REQUIRE(test::post_json(t.url(), "/orders", test::order_body("aw", 1, 100))
+              .first == 201);
+    auto done = await_applied(cfg, where, 60s);
+    CHECK(done.applied);
+    CHECK(done.gap.empty());
+    // What it promises: marks and offsets are all there.
+    CHECK(db.scalar<int>("SELECT count(*) FROM processed_events") ==
+          static_cast<int>(cfg.consumer.enabled.size()));
+  }
+  // With the tree stopped, an order written straight to the database stays
+  // unpublished: the wait ends at its timeout and says why.
+  persistence::order_store(db.dsn(), cfg.relay.shards)
+    .create({"aw-late", {{"sku", 1, 100}}, "", "", ""});
+  auto late = await_applied(cfg, where, 300ms, 50ms);
+  CHECK_FALSE(late.applied);
+  CHECK(late.gap == "outbox: 1 unsent");
 }

@@ -1,5 +1,6 @@
 #include "tests/support/harness.hpp"
 
+#include "actors/applied.hpp"
 #include "app/tools/pipeline_host.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/atoms.hpp"
@@ -236,7 +237,7 @@ std::string eventforge_binary() {
 bool quiescent(database& db, const config::settings& cfg,
                const std::string& brokers) {
   last_quiescence_at = {db.dsn(), brokers, cfg};
-  last_quiescence_gap = app::quiescence_gap(cfg, {db.dsn(), brokers});
+  last_quiescence_gap = applied_gap(cfg, {db.dsn(), brokers});
   return last_quiescence_gap.empty();
 }
 
