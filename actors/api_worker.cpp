@@ -1,6 +1,7 @@
 #include "actors/api_worker.hpp"
 #include "actors/crash_log.hpp"
 #include "actors/order_validation.hpp"
+#include "config/logging.hpp"
 #include "messages/atoms.hpp"
 #include "messages/events.hpp"
 
@@ -8,8 +9,6 @@
 #include "messages/api_error.hpp"
 #include "messages/ids.hpp"
 #include "persistence/db_error.hpp"
-
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,7 +21,7 @@ namespace {
 /// Every answer but in_doubt's is a fact: nothing was written.
 caf::error to_api_error(const persistence::db_error& e, const char* what) {
   using persistence::db_errc;
-  spdlog::warn("api: {} failed ({}): {}", what, to_string(e.code()), e.what());
+  ef::log::warn("api: {} failed ({}): {}", what, to_string(e.code()), e.what());
   switch (e.code()) {
   case db_errc::in_doubt:
     return make_api_error(api_errc::outcome_unknown,
@@ -127,9 +126,9 @@ size_t api_worker_state::refuse_late(std::vector<pending_write>& batch) {
   if (refused > 0) {
     ctx->metrics->add("api_commands_expired_total", {},
                       static_cast<std::uint64_t>(refused));
-    spdlog::info("api: {} command(s) refused: their deadline passed before "
-                 "they could be written",
-                 refused);
+    ef::log::info("api: {} command(s) refused: their deadline passed before "
+                  "they could be written",
+                  refused);
   }
   return refused;
 }
@@ -174,8 +173,8 @@ void api_worker_state::flush() {
     // One command (or a deadlock with another batch, or the earliest
     // deadline) failed the shared transaction: run each alone, so only the
     // culprit gets the error and each keeps its own deadline.
-    spdlog::info("api: batch of {} failed ({}); retrying one at a time",
-                 batch.size(), e.what());
+    ef::log::info("api: batch of {} failed ({}); retrying one at a time",
+                  batch.size(), e.what());
     for (auto& p : batch) {
       outcome o;
       try {
@@ -214,8 +213,8 @@ caf::error api_worker_state::failure_of(const pending_write& p,
     // Cancelled by its statement_timeout, or rolled back before COMMIT
     // (order_store::write): its deadline is why it was not written.
     ctx->metrics->add("api_commands_expired_total", {});
-    spdlog::info("api: {} not written: its deadline passed ({})", what_of(p),
-                 e.what());
+    ef::log::info("api: {} not written: its deadline passed ({})", what_of(p),
+                  e.what());
     return make_api_error(api_errc::unavailable,
                           "its deadline passed before it could be "
                           "committed (the database was busy or locked); "

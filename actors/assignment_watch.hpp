@@ -1,6 +1,6 @@
 #pragma once
 
-#include <spdlog/spdlog.h>
+#include "config/logging.hpp"
 
 #include <chrono>
 #include <string>
@@ -27,10 +27,10 @@ public:
     if (!watching_ || now - subscribed_at_ < limit_)
       return;
     watching_ = false;
-    spdlog::warn("{}: no partition assigned {} ms after subscribing to {}: "
-                 "expected if the group has more members than the topic has "
-                 "partitions, otherwise the group join is stuck",
-                 consumer_, limit_.count(), topic_);
+    ef::log::warn("{}: no partition assigned {} ms after subscribing to {}: "
+                  "expected if the group has more members than the topic has "
+                  "partitions, otherwise the group join is stuck",
+                  consumer_, limit_.count(), topic_);
   }
 
 private:

@@ -1,8 +1,7 @@
 #include "actors/chaos.hpp"
 #include "config/crash_points.hpp"
+#include "config/logging.hpp"
 #include "messages/ids.hpp"
-
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -193,7 +192,7 @@ bool chaos::decide_and_count(crash_point p, const std::string& key,
     metrics_->add("chaos_crashes_total", {{"point", to_string(p)}});
   if (observer)
     observer(p, site);
-  spdlog::debug("chaos: crashing at {} for {}", to_string(p), key);
+  ef::log::debug("chaos: crashing at {} for {}", to_string(p), key);
   return true;
 }
 

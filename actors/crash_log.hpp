@@ -2,10 +2,10 @@
 
 #include "actors/chaos.hpp"
 #include "actors/context.hpp"
+#include "config/logging.hpp"
 #include "persistence/db_error.hpp"
 
 #include <caf/all.hpp>
-#include <spdlog/spdlog.h>
 
 #include <exception>
 #include <string>
@@ -54,7 +54,7 @@ inline void log_crashes(caf::scheduled_actor* self, std::string who) {
       try {
         std::rethrow_exception(eptr);
       } catch (const injected_crash& e) {
-        spdlog::info("{}: {}", who, e.what());
+        ef::log::info("{}: {}", who, e.what());
         return caf::error{
           static_cast<std::uint8_t>(static_cast<int>(e.point) + 1),
           chaos_error_category()};
@@ -63,16 +63,16 @@ inline void log_crashes(caf::scheduled_actor* self, std::string who) {
         if (e.code() == db_errc::unavailable || e.code() == db_errc::in_doubt) {
           // Info, not warn: during an outage this repeats at every restart;
           // the supervisor warns once per outage.
-          spdlog::info("{}: database unavailable: {}", who, e.what());
+          ef::log::info("{}: database unavailable: {}", who, e.what());
           return caf::error{
             static_cast<std::uint8_t>(static_cast<int>(e.code()) + 1),
             db_error_category()};
         }
-        spdlog::error("{} crashed: {}", who, e.what());
+        ef::log::error("{} crashed: {}", who, e.what());
       } catch (const std::exception& e) {
-        spdlog::error("{} crashed: {}", who, e.what());
+        ef::log::error("{} crashed: {}", who, e.what());
       } catch (...) {
-        spdlog::error("{} crashed: unknown exception", who);
+        ef::log::error("{} crashed: unknown exception", who);
       }
       return caf::make_error(caf::sec::runtime_error);
     });

@@ -1,10 +1,9 @@
 #include "actors/delivery_notes.hpp"
 
 #include "actors/event_log.hpp"
+#include "config/logging.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
-
-#include <spdlog/spdlog.h>
 
 namespace ef {
 
@@ -60,9 +59,9 @@ void delivery_notes::outcome(const order_event& ev, apply_outcome outcome,
     // Not applied, not lost: it comes again behind its predecessors.
     ctx_->metrics->add("consumer_deferred_total", who);
     hop("deferred");
-    spdlog::info("{}: event {} of order {} waits for an earlier event of "
-                 "its order; both are queued again",
-                 consumer_, ev.event_id, ev.order_id);
+    ef::log::info("{}: event {} of order {} waits for an earlier event of "
+                  "its order; both are queued again",
+                  consumer_, ev.event_id, ev.order_id);
     break;
   case apply_outcome::applied:
     ctx_->metrics->add("consumer_applied_total", who);
@@ -79,9 +78,9 @@ void delivery_notes::before_offset_moves() {
     return;
   journal_unflushed_ = false;
   if (!ctx_->journal->flush(std::chrono::seconds(1)))
-    spdlog::warn("{} p{}: recovery journal lines still waiting for the "
-                 "database; committing the offset anyway",
-                 consumer_, partition_);
+    ef::log::warn("{} p{}: recovery journal lines still waiting for the "
+                  "database; committing the offset anyway",
+                  consumer_, partition_);
 }
 
 } // namespace ef

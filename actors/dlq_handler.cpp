@@ -1,6 +1,7 @@
 #include "actors/dlq_handler.hpp"
 
 #include "actors/crash_log.hpp"
+#include "config/logging.hpp"
 #include "config/options.hpp"
 #include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
@@ -9,7 +10,6 @@
 #include "messages/text.hpp"
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -114,13 +114,13 @@ void dlq_handler_state::poll_once() {
     for (auto& [p, offset] : lost) {
       // -1: nothing read yet (a first start), not a loss: debug only.
       if (offset < 0)
-        spdlog::debug("dlq: partition {} has no position yet; reading from "
-                      "the log start",
-                      p);
+        ef::log::debug("dlq: partition {} has no position yet; reading from "
+                       "the log start",
+                       p);
       else
-        spdlog::info("dlq: partition {} position {} is not on the broker; "
-                     "rereading from the log start",
-                     p, offset);
+        ef::log::info("dlq: partition {} position {} is not on the broker; "
+                      "rereading from the log start",
+                      p, offset);
       from_start[p] = -1;
     }
     consumer->restart_at(from_start, {});
@@ -132,15 +132,15 @@ void dlq_handler_state::poll_once() {
     return;
   auto e = entry_of(*rec);
   if (e.consumer.empty()) {
-    spdlog::error("dlq: record {}/{} has no dlq.consumer header; skipped",
-                  rec->partition, rec->offset);
+    ef::log::error("dlq: record {}/{} has no dlq.consumer header; skipped",
+                   rec->partition, rec->offset);
   } else {
     ops->store().park(e, false);
   }
   // The row is stored (or the record was not ours): the offset may move.
   auto err = consumer->commit({{rec->partition, rec->offset + 1}});
   if (!err.empty())
-    spdlog::warn("dlq: offset commit failed: {}", err);
+    ef::log::warn("dlq: offset commit failed: {}", err);
 }
 
 void dlq_handler_state::sweep_replays() {
@@ -156,7 +156,7 @@ void dlq_handler_state::sweep_replays() {
     ops->sweep_replays(grace);
   } catch (const persistence::db_error& e) {
     // Read again next time; an outage is reported by others.
-    spdlog::debug("dlq: cannot look for unfinished replays: {}", e.what());
+    ef::log::debug("dlq: cannot look for unfinished replays: {}", e.what());
   }
 }
 

@@ -1,10 +1,9 @@
 #include "actors/dlq_operations.hpp"
 
+#include "config/logging.hpp"
 #include "messages/dlq_messages.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
-
-#include <spdlog/spdlog.h>
 
 namespace ef {
 
@@ -82,8 +81,8 @@ dlq_operations::publish_replay(const persistence::dlq_entry& e,
   // Step 3.
   store_->finish_replay(e.id, d.partition, d.offset, action, actor,
                         "published");
-  spdlog::info("dlq: {} entry {} (event {} order {}) by {}", action, e.id,
-               e.event_id, e.order_key, actor);
+  ef::log::info("dlq: {} entry {} (event {} order {}) by {}", action, e.id,
+                e.event_id, e.order_key, actor);
   return {true, "replayed entry " + std::to_string(e.id) + " (event " +
                   e.event_id + ")"};
 }
@@ -91,9 +90,9 @@ dlq_operations::publish_replay(const persistence::dlq_entry& e,
 int dlq_operations::sweep_replays(std::chrono::milliseconds grace, int limit) {
   int done = 0;
   for (auto& e : store_->claim_stale_replays(grace, limit)) {
-    spdlog::warn("dlq: entry {} (event {} order {}) was left replaying "
-                 "(a crash or a failed publish); publishing it again",
-                 e.id, e.event_id, e.order_key);
+    ef::log::warn("dlq: entry {} (event {} order {}) was left replaying "
+                  "(a crash or a failed publish); publishing it again",
+                  e.id, e.event_id, e.order_key);
     if (publish_replay(e, "dlq-sweeper", "replay").ok)
       ++done;
   }
@@ -111,8 +110,8 @@ dlq_operations::outcome dlq_operations::discard(std::int64_t id,
                      (now ? now->status : std::string("gone")) +
                      ", only parked entries can be discarded"};
   }
-  spdlog::info("dlq: discarded entry {} (event {} order {}) by {}", id,
-               e->event_id, e->order_key, actor);
+  ef::log::info("dlq: discarded entry {} (event {} order {}) by {}", id,
+                e->event_id, e->order_key, actor);
   release_next(e->consumer, e->order_key, actor);
   return {true, "discarded entry " + std::to_string(id)};
 }

@@ -18,10 +18,6 @@ void hop(const char* name, const std::string& order_id,
          const std::string& event_id, const std::string& traceparent,
          const fields& extra = {});
 
-/// Switches the process's log lines to JSON objects (log.format=json):
-/// {"ts":..., "level":..., "msg":..., hop fields...}.
-void use_json_format();
-
 /// The trace ID part of a traceparent ("" if malformed).
 std::string trace_id_of(const std::string& traceparent);
 

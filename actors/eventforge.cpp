@@ -10,13 +10,12 @@
 #include "actors/repairer.hpp"
 #include "actors/supervisor.hpp"
 #include "config/backoff.hpp"
+#include "config/logging.hpp"
 #include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
 #include "persistence/dsn.hpp"
 #include "persistence/fixed_settings.hpp"
 #include "persistence/migrations.hpp"
-
-#include <spdlog/spdlog.h>
 
 #include <map>
 #include <stdexcept>
@@ -231,6 +230,9 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
                        const endpoints& ep, std::shared_ptr<telemetry> metrics,
                        std::shared_ptr<chaos> faults,
                        std::shared_ptr<const consumer_registry> registry) {
+  // [log] is the host's wish for EventForge's lines: applied to its logger
+  // (config/logging.hpp), never to the host's own.
+  log::apply(cfg);
   if (!registry)
     registry = std::make_shared<const consumer_registry>(
       consumer_registry::with_builtins());
@@ -244,13 +246,13 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
                                                cfg.database.connect_timeout_s);
   auto applied = persistence::migrate(dsn);
   if (!applied.empty())
-    spdlog::info("applied {} schema migration(s), now at version {}",
-                 applied.size(), applied.back());
+    ef::log::info("applied {} schema migration(s), now at version {}",
+                  applied.size(), applied.back());
   for (auto& [name, c] : consumers) {
     auto own = persistence::migrate_consumer(dsn, name, c->migrations());
     if (!own.empty())
-      spdlog::info("applied {} migration(s) of consumer {}, now at version {}",
-                   own.size(), name, own.back());
+      ef::log::info("applied {} migration(s) of consumer {}, now at version {}",
+                    own.size(), name, own.back());
   }
   // The journal waits for the database as a partition actor does.
   auto journal = std::make_shared<persistence::recovery_journal>(
@@ -283,8 +285,8 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
   persistence::require_fixed_setting(ctx->dsn, "relay.shards",
                                      std::to_string(cfg.relay.shards));
   if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)
-    spdlog::warn("chaos enabled: rate {} seed {} at {} point(s)",
-                 cfg.chaos.rate, cfg.chaos.seed, cfg.chaos.points.size());
+    ef::log::warn("chaos enabled: rate {} seed {} at {} point(s)",
+                  cfg.chaos.rate, cfg.chaos.seed, cfg.chaos.points.size());
   std::vector<child_spec> top;
   top.push_back(sub_supervisor("api", api_workers(ctx), ctx, "orders"));
   top.push_back(sub_supervisor("relays", relay_shards(ctx), ctx));

@@ -1,6 +1,6 @@
 #include "actors/fetch_watchdog.hpp"
 
-#include <spdlog/spdlog.h>
+#include "config/logging.hpp"
 
 #include <algorithm>
 
@@ -23,8 +23,8 @@ void fetch_watchdog::find_stalled(
       marks = client.query_watermarks(p);
     } catch (const std::exception& e) {
       // The broker cannot answer now (an outage says so elsewhere).
-      spdlog::info("{}: partition {}: cannot check for a stalled fetch: {}",
-                   consumer_, p, e.what());
+      ef::log::info("{}: partition {}: cannot check for a stalled fetch: {}",
+                    consumer_, p, e.what());
       continue;
     }
     if (marks.high <= std::max(next, marks.low))
@@ -35,14 +35,14 @@ void fetch_watchdog::find_stalled(
     // that names the cause of a stall.
     auto lines = client.recent_debug(p);
     if (lines.empty())
-      spdlog::warn("{}: partition {}: no librdkafka debug lines kept (set "
-                   "kafka.debug-contexts=fetch,consumer,cgrp,topic and "
-                   "kafka.debug-consumers={} to capture the next stall)",
-                   consumer_, p, consumer_);
+      ef::log::warn("{}: partition {}: no librdkafka debug lines kept (set "
+                    "kafka.debug-contexts=fetch,consumer,cgrp,topic and "
+                    "kafka.debug-consumers={} to capture the next stall)",
+                    consumer_, p, consumer_);
     for (size_t i = lines.size() > 60 ? lines.size() - 60 : 0; i < lines.size();
          ++i)
-      spdlog::warn("{}: partition {}: librdkafka: {}", consumer_, p, lines[i]);
-    spdlog::warn(
+      ef::log::warn("{}: partition {}: librdkafka: {}", consumer_, p, lines[i]);
+    ef::log::warn(
       "{}: partition {}: fed nothing for {} s with offsets {}..{} "
       "on the broker and nothing in flight; restarting its fetch "
       "at {}",
@@ -65,8 +65,8 @@ void fetch_watchdog::inject_stalls(const partition_flow& flow,
     return;
   for (auto& [p, s] : flow.slots())
     if (faults.take_fetch_stall(consumer_, p)) {
-      spdlog::info("{}: partition {}: fetch stopped silently (injected)",
-                   consumer_, p);
+      ef::log::info("{}: partition {}: fetch stopped silently (injected)",
+                    consumer_, p);
       client.pause(p);
     }
 }

@@ -1,6 +1,6 @@
 #include "actors/gap_repair.hpp"
 
-#include <spdlog/spdlog.h>
+#include "config/logging.hpp"
 
 #include <algorithm>
 
@@ -50,28 +50,28 @@ settled_position settle_lost_position(gap_ledger& ledger,
     // repairer begins a new epoch (its witness is gone too); whatever the
     // worker holds belongs to the old log.
     metrics.add("consumer_positions_lost_total", {{"consumer", consumer}});
-    spdlog::warn("{}: partition {}: position {} is past the log end {}: the "
-                 "broker lost this log (replaced or truncated); rereading "
-                 "from offset {}",
-                 consumer, p, offset, marks.high, marks.low);
+    ef::log::warn("{}: partition {}: position {} is past the log end {}: the "
+                  "broker lost this log (replaced or truncated); rereading "
+                  "from offset {}",
+                  consumer, p, offset, marks.high, marks.low);
     out.log_replaced = true;
   } else if (to > from || gap.at_risk > 0) {
     metrics.add("consumer_positions_lost_total", {{"consumer", consumer}});
     metrics.add("repair_republished_total", {{"reason", "consumer_gap"}},
                 static_cast<std::uint64_t>(gap.at_risk));
-    spdlog::warn("{}: partition {}: {} is no longer on the broker (log now "
-                 "{}..{}); offsets {}..{} cannot be read, {} event(s) there "
-                 "not applied by {} are queued again (epoch {}); resuming at "
-                 "{}",
-                 consumer, p,
-                 offset < 0 ? std::string("no committed offset")
-                            : "offset " + std::to_string(offset),
-                 marks.low, marks.high, from, to, gap.at_risk, consumer,
-                 gap.epoch, marks.low);
+    ef::log::warn("{}: partition {}: {} is no longer on the broker (log now "
+                  "{}..{}); offsets {}..{} cannot be read, {} event(s) there "
+                  "not applied by {} are queued again (epoch {}); resuming at "
+                  "{}",
+                  consumer, p,
+                  offset < 0 ? std::string("no committed offset")
+                             : "offset " + std::to_string(offset),
+                  marks.low, marks.high, from, to, gap.at_risk, consumer,
+                  gap.epoch, marks.low);
   } else {
-    spdlog::debug("{}: partition {}: no committed offset; starting at the log "
-                  "start ({})",
-                  consumer, p, marks.low);
+    ef::log::debug("{}: partition {}: no committed offset; starting at the log "
+                   "start ({})",
+                   consumer, p, marks.low);
   }
   return out;
 }

@@ -2,9 +2,8 @@
 
 #include "actors/crash_log.hpp"
 #include "actors/round_loop.hpp"
+#include "config/logging.hpp"
 #include "messages/dlq_messages.hpp"
-
-#include <spdlog/spdlog.h>
 
 namespace ef {
 
@@ -71,7 +70,7 @@ std::chrono::milliseconds gauge_sampler_state::round() {
     m.set("gauges_sampled_timestamp_seconds", {{"source", "database"}},
           unix_now());
   } catch (const std::exception& e) {
-    spdlog::debug("gauge sampler: cannot read the database: {}", e.what());
+    ef::log::debug("gauge sampler: cannot read the database: {}", e.what());
   }
   try {
     // Clients for this sample only: one kept across samples hangs in
@@ -84,7 +83,7 @@ std::chrono::milliseconds gauge_sampler_state::round() {
     m.set("gauges_sampled_timestamp_seconds", {{"source", "broker"}},
           unix_now());
   } catch (const std::exception& e) {
-    spdlog::debug("gauge sampler: cannot read the broker: {}", e.what());
+    ef::log::debug("gauge sampler: cannot read the broker: {}", e.what());
   }
   return std::chrono::milliseconds(ctx->cfg.metrics.sample_interval_ms);
 }

@@ -1,9 +1,8 @@
 #include "actors/group_member.hpp"
 
 #include "actors/crash_log.hpp"
+#include "config/logging.hpp"
 #include "messages/atoms.hpp"
-
-#include <spdlog/spdlog.h>
 
 namespace ef {
 
@@ -49,7 +48,7 @@ void group_member_state::on_assigned(const std::vector<std::int32_t>& parts) {
     begin_partition(p, false);
   }
   if (!parts.empty())
-    spdlog::info("{}: assigned partition(s) {}", consumer_name, list);
+    ef::log::info("{}: assigned partition(s) {}", consumer_name, list);
 }
 
 void group_member_state::begin_partition(std::int32_t p, bool replace) {
@@ -71,7 +70,7 @@ void group_member_state::on_revoked(const std::vector<std::int32_t>& parts) {
   for (auto p : parts) {
     if (!flow->owns(p))
       continue;
-    spdlog::info("{}: revoked partition {}", consumer_name, p);
+    ef::log::info("{}: revoked partition {}", consumer_name, p);
     workers->remove(p);
     flow->stop(p);
     commits->forget(p);
@@ -99,8 +98,8 @@ void group_member_state::keep_listening() {
     listener = deps.listener();
     listener->subscribe(heard);
   } catch (const std::exception& e) {
-    spdlog::debug("{}: no announcements ({}); partitions do not park",
-                  consumer_name, e.what());
+    ef::log::debug("{}: no announcements ({}); partitions do not park",
+                   consumer_name, e.what());
   }
   // Announcements may have been missed meanwhile: fetch everything again
   // (what has nothing new parks again at its end).
@@ -112,16 +111,16 @@ void group_member_state::keep_listening() {
 void group_member_state::settle_parking(clock::time_point now) {
   for (auto& [p, offset] : heard->take())
     if (flow->announced(p, offset)) {
-      spdlog::debug("{}: partition {} resumed: a relay published offset {}",
-                    consumer_name, p, offset);
+      ef::log::debug("{}: partition {} resumed: a relay published offset {}",
+                     consumer_name, p, offset);
       consumer->resume_at_once(p, flow->find(p)->end_offset);
     }
   if (!listener || !listener->healthy() || flow->draining())
     return; // nobody would wake a parked partition
   using ms = std::chrono::milliseconds;
   for (auto p : flow->to_park(ms(ctx->cfg.kafka.park_idle_ms), now)) {
-    spdlog::debug("{}: partition {} parked at its end, offset {}",
-                  consumer_name, p, flow->find(p)->end_offset);
+    ef::log::debug("{}: partition {} parked at its end, offset {}",
+                   consumer_name, p, flow->find(p)->end_offset);
     consumer->pause(p);
   }
   for (auto p : flow->to_recheck(ms(ctx->cfg.kafka.park_recheck_ms), now))
@@ -186,8 +185,8 @@ void group_member_state::finish_drain() {
       {"every fetched record is applied, but the offset commit failed: " +
        err}});
   } else {
-    spdlog::info("{}: drained: every fetched record is applied and committed",
-                 consumer_name);
+    ef::log::info("{}: drained: every fetched record is applied and committed",
+                  consumer_name);
     drain_reply->deliver(drain_report{true, {}});
   }
   drain_reply.reset();

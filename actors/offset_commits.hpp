@@ -2,10 +2,9 @@
 
 #include "actors/event_log.hpp"
 #include "actors/partition_flow.hpp"
+#include "config/logging.hpp"
 #include "kafka/group_client.hpp"
 #include "messages/events.hpp"
-
-#include <spdlog/spdlog.h>
 
 #include <cstdint>
 #include <deque>
@@ -35,7 +34,7 @@ public:
       return {};
     auto err = client.commit(offsets);
     if (!err.empty()) {
-      spdlog::warn("{}: offset commit failed: {}", consumer_, err);
+      ef::log::warn("{}: offset commit failed: {}", consumer_, err);
       return err;
     }
     flow.committed(offsets);
@@ -46,7 +45,7 @@ public:
 
   /// A record of `d.partition` was done; its hop waits for the commit.
   void done(const record_done& d) {
-    if (spdlog::should_log(spdlog::level::debug))
+    if (ef::log::logger()->should_log(spdlog::level::debug))
       waiting_[d.partition].push_back(d);
   }
 

@@ -2,13 +2,12 @@
 
 #include "actors/dlq_operations.hpp"
 #include "actors/event_log.hpp"
+#include "config/logging.hpp"
 #include "config/options.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
 #include "persistence/db_error.hpp"
-
-#include <spdlog/spdlog.h>
 
 #include <set>
 
@@ -101,9 +100,9 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
      {record_header::dlq_last_failure, e.last_failure_at},
      {record_header::traceparent, e.traceparent}});
   if (!d.persisted) {
-    spdlog::warn("{} p{} offset {}: DLQ produce not acknowledged ({}); the "
-                 "offset stays",
-                 consumer_, partition_, rec.offset, d.error);
+    ef::log::warn("{} p{} offset {}: DLQ produce not acknowledged ({}); the "
+                  "offset stays",
+                  consumer_, partition_, rec.offset, d.error);
     return false;
   }
   // Acked by the DLQ, offset not yet committed.
@@ -114,9 +113,9 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
     // The DLQ holds a copy; the entry is stored when the record is tried
     // again (the copy's reader will not store it for an event that gets
     // applied meanwhile: dlq_store::park).
-    spdlog::warn("{} p{} offset {}: DLQ entry not stored ({}); the offset "
-                 "stays",
-                 consumer_, partition_, rec.offset, err.what());
+    ef::log::warn("{} p{} offset {}: DLQ entry not stored ({}); the offset "
+                  "stays",
+                  consumer_, partition_, rec.offset, err.what());
     return false;
   }
   if (parked_orders_)
@@ -126,10 +125,10 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
                  {{"consumer", consumer_}, {"class", why.kind}});
   ctx_->metrics->add("dlq_parked_total",
                      {{"consumer", consumer_}, {"class", why.kind}});
-  spdlog::warn("{} p{} offset {}: event {} parked in the DLQ after {} "
-               "attempt(s): {}: {}",
-               consumer_, partition_, rec.offset, e.event_id, attempts,
-               why.kind, why.message);
+  ef::log::warn("{} p{} offset {}: event {} parked in the DLQ after {} "
+                "attempt(s): {}: {}",
+                consumer_, partition_, rec.offset, e.event_id, attempts,
+                why.kind, why.message);
   return true;
 }
 

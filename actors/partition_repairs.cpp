@@ -1,6 +1,6 @@
 #include "actors/partition_repairs.hpp"
 
-#include <spdlog/spdlog.h>
+#include "config/logging.hpp"
 
 #include <set>
 #include <utility>
@@ -26,12 +26,12 @@ void partition_repairs::run(
   try {
     run_once(flow, client, metrics, now, replace_worker);
     if (std::exchange(failing_, false))
-      spdlog::info("{}: lost positions and the broker epoch are readable "
-                   "again",
-                   consumer_);
+      ef::log::info("{}: lost positions and the broker epoch are readable "
+                    "again",
+                    consumer_);
   } catch (const std::exception& e) {
     // Retried every second: at warn once per outage, then at debug.
-    spdlog::log(failing_ ? spdlog::level::debug : spdlog::level::warn,
+    ef::log::at(failing_ ? spdlog::level::debug : spdlog::level::warn,
                 "{}: cannot settle lost positions or read the broker epoch "
                 "yet: {}",
                 consumer_, e.what());
@@ -49,9 +49,9 @@ void partition_repairs::run_once(
   } out;
   auto current = ledger_->current_epoch();
   if (epoch_ != 0 && current != epoch_) {
-    spdlog::warn("{}: broker epoch {} began; rereading {} owned "
-                 "partition(s) from the log start",
-                 consumer_, current, flow.slots().size());
+    ef::log::warn("{}: broker epoch {} began; rereading {} owned "
+                  "partition(s) from the log start",
+                  consumer_, current, flow.slots().size());
     for (auto& [p, s] : flow.slots()) {
       out.replace_workers.push_back(p);
       out.restart_at[p] = -1;

@@ -1,14 +1,13 @@
 #include "actors/partition_worker.hpp"
 
 #include "actors/crash_log.hpp"
+#include "config/logging.hpp"
 #include "kafka/event_record.hpp"
 #include "messages/atoms.hpp"
 #include "messages/dlq_messages.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
 #include "persistence/db_error.hpp"
-
-#include <spdlog/spdlog.h>
 
 namespace ef {
 
@@ -62,8 +61,8 @@ partition_worker_state::attempt(const partition_record& rec) try {
     auto own = dlq->own_status(ev->event_id);
     if (own == std::string(dlq_status::discarded) ||
         own == std::string(dlq_status::parked)) {
-      spdlog::info("{}: replay of event {} skipped (own entry {})", consumer,
-                   ev->event_id, *own);
+      ef::log::info("{}: replay of event {} skipped (own entry {})", consumer,
+                    ev->event_id, *own);
       return std::nullopt;
     }
   }
@@ -87,8 +86,8 @@ partition_worker_state::attempt(const partition_record& rec) try {
   // A replayed head is through: release the next parked event of its order,
   // so the order's events follow in their original order.
   if (is_replay(rec) && dlq->release_next(ev->order_id))
-    spdlog::info("{}: released the next parked event of order {}", consumer,
-                 ev->order_id);
+    ef::log::info("{}: released the next parked event of order {}", consumer,
+                  ev->order_id);
   return std::nullopt;
 } catch (const persistence::db_error& e) {
   // The DLQ status, the parked-key check, the transaction or the release of
@@ -137,10 +136,10 @@ size_t partition_worker_state::apply_batch(caf::event_based_actor* self) {
     outcomes = sink->apply_batch(evs, positions,
                                  [&] { faults->before_db_commit(batch); });
   } catch (const persistence::db_error& e) {
-    spdlog::info("{} p{}: a batch of {} records failed ({}: {}); applying "
-                 "them one at a time",
-                 consumer, partition, batch.size(), to_string(e.code()),
-                 e.what());
+    ef::log::info("{} p{}: a batch of {} records failed ({}: {}); applying "
+                  "them one at a time",
+                  consumer, partition, batch.size(), to_string(e.code()),
+                  e.what());
     singles_left = batch.size();
     return 0;
   }

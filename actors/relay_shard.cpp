@@ -3,9 +3,8 @@
 #include "actors/crash_log.hpp"
 #include "actors/event_log.hpp"
 #include "actors/round_loop.hpp"
+#include "config/logging.hpp"
 #include "messages/ids.hpp"
-
-#include <spdlog/spdlog.h>
 
 namespace ef {
 
@@ -46,11 +45,11 @@ bool relay_shard_state::too_far_ahead() {
   }
   if (why.empty() != lead_block.empty()) {
     if (why.empty())
-      spdlog::info("relay {}: consumers caught up; publishing again", shard);
+      ef::log::info("relay {}: consumers caught up; publishing again", shard);
     else
-      spdlog::info("relay {}: {} (relay.max-lead-bytes={}); waiting, the "
-                   "outbox keeps the rest",
-                   shard, why, limit);
+      ef::log::info("relay {}: {} (relay.max-lead-bytes={}); waiting, the "
+                    "outbox keeps the rest",
+                    shard, why, limit);
   }
   lead_block = why;
   ctx->metrics->set("relay_waiting_for_consumers",
@@ -69,7 +68,7 @@ std::chrono::milliseconds relay_shard_state::round() {
     owner = store->try_acquire_shard();
     if (!owner)
       return ownership_retry;
-    spdlog::debug("relay {}: acquired shard", shard);
+    ef::log::debug("relay {}: acquired shard", shard);
   }
   auto now = clock->now();
   if (!notified && now < next_query) {
@@ -168,9 +167,9 @@ bool relay_shard_state::publish(
       persistence::mark_result::epoch_changed) {
     // The broker lost its logs while this batch was in flight: whatever it
     // acknowledged may be gone too. Publish the rows again in the new epoch.
-    spdlog::warn("relay {}: broker epoch changed during a publish; {} "
-                 "acknowledged row(s) stay unsent and go out again",
-                 shard, acked.size());
+    ef::log::warn("relay {}: broker epoch changed during a publish; {} "
+                  "acknowledged row(s) stay unsent and go out again",
+                  shard, acked.size());
     return false;
   }
   for (size_t i = 0; i < acked.size(); ++i)
@@ -182,8 +181,8 @@ bool relay_shard_state::publish(
   if (failed.empty())
     return true;
   ctx->metrics->add("relay_publish_errors_total", shard_label, failed.size());
-  spdlog::warn("relay {}: {} of {} records not delivered: {}", shard,
-               failed.size(), rows.size(), first_error);
+  ef::log::warn("relay {}: {} of {} records not delivered: {}", shard,
+                failed.size(), rows.size(), first_error);
   store->record_failure(failed, first_error);
   return false;
 }

@@ -2,8 +2,7 @@
 
 #include "actors/crash_log.hpp"
 #include "actors/round_loop.hpp"
-
-#include <spdlog/spdlog.h>
+#include "config/logging.hpp"
 
 namespace ef {
 
@@ -66,33 +65,33 @@ std::chrono::milliseconds repairer_state::round() {
   bool was_active = active;
   active = store->hold_repairer_lease();
   if (active != was_active)
-    spdlog::info("repairer: {}", active ? "active for this database"
-                                        : "standing by (another is active)");
+    ef::log::info("repairer: {}", active ? "active for this database"
+                                         : "standing by (another is active)");
   if (!active)
     return interval;
   auto& m = *ctx->metrics;
   if (auto why = lost_log()) {
     auto epoch = store->begin_epoch(*why);
     m.add("broker_epochs_total", {});
-    spdlog::warn("repairer: the broker lost records the outbox published "
-                 "({}); broker epoch {} begins, everything a consumer has "
-                 "not applied is published again",
-                 *why, epoch);
+    ef::log::warn("repairer: the broker lost records the outbox published "
+                  "({}); broker epoch {} begins, everything a consumer has "
+                  "not applied is published again",
+                  *why, epoch);
   }
   if (auto n =
         store->sweep_old_epochs(ctx->cfg.consumer.enabled, sweep_batch)) {
     m.add("repair_republished_total", {{"reason", "broker_epoch"}},
           static_cast<std::uint64_t>(n));
-    spdlog::warn("repairer: {} event(s) published under an earlier broker "
-                 "epoch and not applied by every consumer are queued again",
-                 n);
+    ef::log::warn("repairer: {} event(s) published under an earlier broker "
+                  "epoch and not applied by every consumer are queued again",
+                  n);
   }
   if (auto n = store->resweep_recent_gaps(gap_resweep_window_s)) {
     m.add("repair_republished_total", {{"reason", "consumer_gap"}},
           static_cast<std::uint64_t>(n));
-    spdlog::warn("repairer: {} event(s) marked sent after their consumer gap "
-                 "was recorded are queued again",
-                 n);
+    ef::log::warn("repairer: {} event(s) marked sent after their consumer gap "
+                  "was recorded are queued again",
+                  n);
   }
   m.set("broker_epoch", {}, store->current_epoch());
   return interval;

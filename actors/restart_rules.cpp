@@ -1,8 +1,7 @@
 #include "actors/restart_rules.hpp"
 
 #include "actors/crash_log.hpp"
-
-#include <spdlog/spdlog.h>
+#include "config/logging.hpp"
 
 #include <stdexcept>
 
@@ -42,7 +41,7 @@ restart_rules::on_crash(const std::string& kind, const std::string& name,
   auto delay = child_backoff.failed();
   // An outage restarts its children again and again until it ends: warn at
   // the first crash of a row, the rest at debug.
-  spdlog::log(is_outage(reason) && child_backoff.failures_in_a_row() > 1
+  ef::log::at(is_outage(reason) && child_backoff.failures_in_a_row() > 1
                 ? spdlog::level::debug
                 : spdlog::level::warn,
               "{}: {} crashed ({}); restarting in {} ms", label_, name,

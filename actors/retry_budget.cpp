@@ -1,8 +1,7 @@
 #include "actors/retry_budget.hpp"
 
+#include "config/logging.hpp"
 #include "messages/ids.hpp"
-
-#include <spdlog/spdlog.h>
 
 #include <utility>
 
@@ -22,7 +21,7 @@ retry_budget::verdict retry_budget::failed(const failure& why,
   if (first_failure_at_.empty())
     first_failure_at_ = now_rfc3339();
   if (why.outage) {
-    spdlog::log(std::exchange(in_outage_, true) ? spdlog::level::debug
+    ef::log::at(std::exchange(in_outage_, true) ? spdlog::level::debug
                                                 : spdlog::level::warn,
                 "{} offset {}: {}; retrying while the database is "
                 "unavailable (not counted against consumer.max-attempts)",
@@ -32,15 +31,15 @@ retry_budget::verdict retry_budget::failed(const failure& why,
   ++attempts_;
   if (why.cls == failure_class::permanent || attempts_ >= max_attempts_)
     return {true, wait}; // the wait applies if parking fails
-  spdlog::info("{} offset {}: attempt {} failed ({}: {}); retrying", who_,
-               offset, attempts_, why.kind, why.message);
+  ef::log::info("{} offset {}: attempt {} failed ({}: {}); retrying", who_,
+                offset, attempts_, why.kind, why.message);
   return {false, wait};
 }
 
 void retry_budget::succeeded(std::int64_t offset) {
   if (std::exchange(in_outage_, false))
-    spdlog::info("{}: the database is back; offset {} is through", who_,
-                 offset);
+    ef::log::info("{}: the database is back; offset {} is through", who_,
+                  offset);
   attempts_ = 0;
   wait_.succeeded();
   first_failure_at_.clear();

@@ -1,12 +1,11 @@
 #include "actors/supervisor.hpp"
 
 #include "actors/crash_log.hpp"
+#include "config/logging.hpp"
 #include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
 #include "messages/dlq_messages.hpp"
 #include "messages/order_messages.hpp"
-
-#include <spdlog/spdlog.h>
 
 namespace ef {
 
@@ -62,7 +61,7 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
       return true;
     }
     if (em.reason == caf::exit_reason::normal) {
-      spdlog::info("{}: {} finished", label, c.spec.name);
+      ef::log::info("{}: {} finished", label, c.spec.name);
       return true;
     }
     c.last_crash = em.reason;
@@ -174,7 +173,7 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
     [=](restart_atom, std::uint64_t index) {
       auto& c = self->state.children[index];
       if (!c.current && !self->state.stopping) {
-        spdlog::info("{}: starting {} again", self->state.label, c.spec.name);
+        ef::log::info("{}: starting {} again", self->state.label, c.spec.name);
         self->state.start(index);
         journal_restart(*self->state.ctx, c.spec.name, c.last_crash,
                         self->state.label + " restarted " + c.spec.name +

@@ -15,6 +15,7 @@
 #include "app/tools/chaos_runner.hpp"
 #include "app/tools/verifier.hpp"
 #include "config/crash_points.hpp"
+#include "config/logging.hpp"
 #include "config/reference.hpp"
 #include "persistence/db_error.hpp"
 #include "persistence/dsn.hpp"
@@ -56,14 +57,14 @@ int wait_for_shutdown(const sigset_t& set) {
 }
 
 void setup_logging(const settings& cfg) {
+  // Logs go to stderr; stdout carries only the machine-readable lines. The
+  // binary's own lines and EventForge's logger share the sink and pattern.
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  spdlog::default_logger()->sinks() = {sink};
+  ef::log::use(std::make_shared<spdlog::logger>(ef::log::logger_name, sink));
   spdlog::set_level(spdlog::level::from_str(cfg.log.level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  // Logs go to stderr; stdout carries only the machine-readable lines.
-  spdlog::default_logger()->sinks().clear();
-  spdlog::default_logger()->sinks().push_back(
-    std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
-  if (cfg.log.format == "json")
-    ef::event_log::use_json_format();
+  ef::log::apply(cfg); // level, and the JSON format if asked for
 }
 
 /// `caf_cfg`: the parsed INI file and command line, so that their CAF
@@ -73,10 +74,10 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
   ef::app::runtime rt(cfg);
   ef::configure_actor_system(caf_cfg);
   caf::actor_system sys{caf_cfg};
-  spdlog::info("actor system: {} scheduler threads, policy {}",
-               sys.scheduler().num_workers(),
-               caf::to_string(caf::get_or(caf_cfg, "scheduler.policy",
-                                          caf::atom("stealing"))));
+  ef::log::info("actor system: {} scheduler threads, policy {}",
+                sys.scheduler().num_workers(),
+                caf::to_string(caf::get_or(caf_cfg, "scheduler.policy",
+                                           caf::atom("stealing"))));
   auto metrics = std::make_shared<ef::telemetry>();
   // Shared with the HTTP front: the recovery page's scenarios arm them.
   auto faults = std::make_shared<ef::chaos>(cfg.chaos, metrics);
@@ -87,7 +88,7 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
   caf::actor_cast<caf::abstract_actor*>(root)->attach_functor(
     [&sys](const caf::error& reason) {
       if (reason != caf::exit_reason::user_shutdown) {
-        spdlog::critical("supervision tree failed: {}", sys.render(reason));
+        ef::log::critical("supervision tree failed: {}", sys.render(reason));
         tree_failed = true;
         kill(getpid(), SIGTERM);
       }
@@ -103,9 +104,9 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
   // second one is a second signal (two pending SIGTERMs would be one).
   std::cout << "stopping signal=" << sig
             << " drain-timeout-ms=" << timeout.count() << std::endl;
-  spdlog::info("shutting down (signal {}): draining for at most {} ms; a "
-               "second signal stops at once",
-               sig, timeout.count());
+  ef::log::info("shutting down (signal {}): draining for at most {} ms; a "
+                "second signal stops at once",
+                sig, timeout.count());
   // A second signal, or a stop that outlives the drain timeout plus a grace
   // for closing clients (an actor blocked in a database call cannot stop),
   // ends the process at once: what it held is redelivered after the next
@@ -117,12 +118,12 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
     timespec slice{0, 100 * 1000 * 1000};
     while (!stopped) {
       if (sigtimedwait(&signals, nullptr, &slice) > 0) {
-        spdlog::warn("second signal: stopping now without draining");
+        ef::log::warn("second signal: stopping now without draining");
         std::_Exit(1);
       }
       if (std::chrono::steady_clock::now() > hard_deadline) {
-        spdlog::warn("the tree did not stop within the drain timeout plus "
-                     "5 s; stopping now");
+        ef::log::warn("the tree did not stop within the drain timeout plus "
+                      "5 s; stopping now");
         std::_Exit(1);
       }
     }
@@ -132,19 +133,19 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
     // The root's children report first, naming whatever did not drain.
     auto report = ef::drain(sys, root, timeout + 2 * ef::drain_grace_per_level);
     if (report) {
-      spdlog::info("drained: relays finished their batches, consumers "
-                   "applied and committed what they held");
+      ef::log::info("drained: relays finished their batches, consumers "
+                    "applied and committed what they held");
     } else {
       std::string which;
       for (auto& n : report.not_drained)
         which += (which.empty() ? "" : "; ") + n;
-      spdlog::warn("drain not finished ({}); stopping anyway (the rest is "
-                   "redelivered after restart)",
-                   which);
+      ef::log::warn("drain not finished ({}); stopping anyway (the rest is "
+                    "redelivered after restart)",
+                    which);
     }
   }
   if (!ef::stop(sys, root, std::chrono::seconds(60)))
-    spdlog::warn("the supervision tree did not stop within 60 s");
+    ef::log::warn("the supervision tree did not stop within 60 s");
   stopped = true;
   second_signal.join();
   return tree_failed ? 1 : 0;
@@ -550,7 +551,7 @@ int main(int argc, char** argv) {
     try {
       return c.run(cfg);
     } catch (const std::exception& e) {
-      spdlog::critical("{} failed: {}", c.sub->get_name(), e.what());
+      ef::log::critical("{} failed: {}", c.sub->get_name(), e.what());
       return 1;
     }
   }

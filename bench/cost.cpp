@@ -1,7 +1,8 @@
 #include "bench/cost.hpp"
 
+#include "config/logging.hpp"
+
 #include <pqxx/pqxx>
-#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -147,7 +148,7 @@ bool enable_statement_counts(const std::string& dsn) {
     tx.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     return true;
   } catch (const std::exception& e) {
-    spdlog::warn("bench: statements will not be counted: {}", e.what());
+    ef::log::warn("bench: statements will not be counted: {}", e.what());
     return false;
   }
 }

@@ -16,8 +16,9 @@ class broker_probe;
 /// group has none). Every relay shard of a process asks it while it
 /// publishes (relay.max-lead-bytes); one probe answers them all, and the
 /// broker is asked at most once per `max_age` (each question is a request
-/// per partition and group). Thread-safe; throws std::runtime_error when
-/// the broker does not answer.
+/// per partition and group), by one caller at a time: the others take the
+/// last answer meanwhile. Thread-safe; throws std::runtime_error when the
+/// broker does not answer (the failed client is dropped).
 class consumer_lead {
 public:
   struct entry {
@@ -41,10 +42,13 @@ private:
   int partitions_;
   std::vector<std::string> consumers_;
   std::chrono::milliseconds max_age_;
-  std::mutex mtx_;
+  /// Held while one caller asks the broker; probe_ is used only under it.
+  std::mutex ask_mtx_;
   std::unique_ptr<broker_probe> probe_; ///< made at the first question
+  std::mutex data_mtx_;                 ///< guards the answer below
   std::vector<entry> last_;
   std::chrono::steady_clock::time_point asked_{};
+  bool answered_ = false;
 };
 
 } // namespace ef::kafka

@@ -1,10 +1,10 @@
 #include "kafka/group_consumer.hpp"
 
+#include "config/logging.hpp"
 #include "kafka/client_config.hpp"
 #include "messages/record_headers.hpp"
 
 #include <librdkafka/rdkafka.h>
-#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <deque>
@@ -214,10 +214,10 @@ std::optional<partition_record> group_consumer::poll(int timeout_ms) {
       impl_->position_lost(m->partition(), m->offset() < 0 ? -1 : m->offset());
       return std::nullopt;
     }
-    spdlog::error("consumer {}: {}", impl_->topic, m->errstr());
+    ef::log::error("consumer {}: {}", impl_->topic, m->errstr());
     return std::nullopt;
   default:
-    spdlog::warn("consumer {}: {}", impl_->topic, m->errstr());
+    ef::log::warn("consumer {}: {}", impl_->topic, m->errstr());
     return std::nullopt;
   }
 }
@@ -340,9 +340,9 @@ void group_consumer::resume_at_once(std::int32_t partition,
     RdKafka::TopicPartition::create(impl_->topic, partition, offset));
   auto rc = impl_->consumer->seek(*tp, 0);
   if (rc != RdKafka::ERR_NO_ERROR)
-    spdlog::warn("consumer {}: partition {} resumed, but its seek to {} "
-                 "failed ({}): it fetches at the client's next turn",
-                 impl_->topic, partition, offset, RdKafka::err2str(rc));
+    ef::log::warn("consumer {}: partition {} resumed, but its seek to {} "
+                  "failed ({}): it fetches at the client's next turn",
+                  impl_->topic, partition, offset, RdKafka::err2str(rc));
 }
 
 void group_consumer::wake() {
@@ -361,16 +361,16 @@ void group_consumer::close() {
     RdKafka::Queue::create(impl_->consumer.get()));
   std::unique_ptr<RdKafka::Error> err(impl_->consumer->close(q.get()));
   if (err) {
-    spdlog::warn("consumer {}: close failed: {}", impl_->topic, err->str());
+    ef::log::warn("consumer {}: close failed: {}", impl_->topic, err->str());
     return;
   }
   auto deadline =
     std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (!impl_->consumer->closed()) {
     if (std::chrono::steady_clock::now() > deadline) {
-      spdlog::warn("consumer {}: leaving the group took longer than {} ms; "
-                   "closing without it",
-                   impl_->topic, timeout_ms);
+      ef::log::warn("consumer {}: leaving the group took longer than {} ms; "
+                    "closing without it",
+                    impl_->topic, timeout_ms);
       return;
     }
     // Serves the final revoke's callback; anything else queued (a fetch

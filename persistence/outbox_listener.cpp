@@ -1,8 +1,7 @@
 #include "persistence/outbox_listener.hpp"
 
+#include "config/logging.hpp"
 #include "persistence/connection.hpp"
-
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -117,7 +116,7 @@ struct outbox_listener::impl {
       }
       if (why.empty())
         continue;
-      spdlog::warn("outbox listener: {}; the relays reconnect", why);
+      ef::log::warn("outbox listener: {}; the relays reconnect", why);
       {
         std::lock_guard<std::mutex> guard{mtx};
         broken = true;

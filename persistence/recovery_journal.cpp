@@ -1,8 +1,7 @@
 #include "persistence/recovery_journal.hpp"
 
+#include "config/logging.hpp"
 #include "persistence/connection.hpp"
-
-#include <spdlog/spdlog.h>
 
 #include <vector>
 
@@ -139,8 +138,8 @@ void recovery_journal::run() {
     } catch (const pqxx::sql_error& e) {
       // The database refused these lines (not an outage): retrying cannot
       // help, so they are dropped, loudly.
-      spdlog::warn("recovery journal: {} line(s) dropped: {}", batch.size(),
-                   e.what());
+      ef::log::warn("recovery journal: {} line(s) dropped: {}", batch.size(),
+                    e.what());
       if (on_drop_)
         on_drop_(batch.size());
       lock.lock();
@@ -151,8 +150,8 @@ void recovery_journal::run() {
     } catch (const std::exception& e) {
       ok = false;
       conn.reset();
-      spdlog::debug("recovery journal: {} line(s) wait: {}", batch.size(),
-                    e.what());
+      ef::log::debug("recovery journal: {} line(s) wait: {}", batch.size(),
+                     e.what());
     }
     lock.lock();
     if (ok) {

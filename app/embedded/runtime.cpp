@@ -1,9 +1,8 @@
 #include "app/embedded/runtime.hpp"
 
+#include "config/logging.hpp"
 #include "config/options.hpp"
 #include "persistence/dsn.hpp"
-
-#include <spdlog/spdlog.h>
 
 namespace ef::app {
 
@@ -22,22 +21,22 @@ runtime::runtime(const config::settings& cfg) : cfg_(cfg) {
     opts.durable = cfg.database.durable;
     pg_ = std::make_unique<persistence::embedded_postgres>(opts);
     endpoints_.database_dsn = pg_->dsn();
-    spdlog::info("started private PostgreSQL in {} at {}", pg_->data_dir(),
-                 pg_->dsn());
+    ef::log::info("started private PostgreSQL in {} at {}", pg_->data_dir(),
+                  pg_->dsn());
     if (!cfg.database.durable)
-      spdlog::warn("database.durable=false: commits are not flushed to disk; "
-                   "an operating-system crash can lose accepted orders");
+      ef::log::warn("database.durable=false: commits are not flushed to disk; "
+                    "an operating-system crash can lose accepted orders");
   } else {
     endpoints_.database_dsn = cfg.database.url;
-    spdlog::info("using PostgreSQL at {}",
-                 persistence::redact_password(cfg.database.url));
+    ef::log::info("using PostgreSQL at {}",
+                  persistence::redact_password(cfg.database.url));
   }
   if (cfg.kafka.brokers.empty()) {
     broker_ = std::make_unique<kafka::embedded_broker>(
       cfg.kafka.embedded_brokers, broker_topics(cfg));
     endpoints_.kafka_brokers = broker_->bootstrap_servers();
-    spdlog::info("started in-process Kafka broker at {}",
-                 endpoints_.kafka_brokers);
+    ef::log::info("started in-process Kafka broker at {}",
+                  endpoints_.kafka_brokers);
   } else {
     endpoints_.kafka_brokers = cfg.kafka.brokers;
   }
@@ -50,8 +49,8 @@ void runtime::restart_broker() {
   broker_ = std::make_unique<kafka::embedded_broker>(
     cfg_.kafka.embedded_brokers, broker_topics(cfg_));
   endpoints_.kafka_brokers = broker_->bootstrap_servers();
-  spdlog::info("restarted the in-process Kafka broker (empty) at {}",
-               endpoints_.kafka_brokers);
+  ef::log::info("restarted the in-process Kafka broker (empty) at {}",
+                endpoints_.kafka_brokers);
 }
 
 runtime::~runtime() {

@@ -7,6 +7,7 @@
 #include "app/page/ops_view.hpp"
 #include "app/page/recovery_view.hpp"
 #include "app/page/scenarios.hpp"
+#include "config/logging.hpp"
 #include "config/options.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/api_error.hpp"
@@ -20,7 +21,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
@@ -322,7 +322,7 @@ struct http_frontend::impl {
       try {
         done(work());
       } catch (const std::exception& e) {
-        spdlog::warn("http: {}", e.what());
+        ef::log::warn("http: {}", e.what());
         done(response::error(503, "service unavailable"));
       }
       --blocking_now;
@@ -658,9 +658,9 @@ void check_descriptor_limit(int max_connections) {
                         ? needed
                         : std::min<rlim_t>(needed, lim.rlim_max);
     if (setrlimit(RLIMIT_NOFILE, &raised) == 0 && raised.rlim_cur >= needed) {
-      spdlog::info("http: raised RLIMIT_NOFILE from {} to {} for "
-                   "http.max-connections {}",
-                   lim.rlim_cur, raised.rlim_cur, max_connections);
+      ef::log::info("http: raised RLIMIT_NOFILE from {} to {} for "
+                    "http.max-connections {}",
+                    lim.rlim_cur, raised.rlim_cur, max_connections);
       return;
     }
     throw std::runtime_error(

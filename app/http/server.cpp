@@ -1,10 +1,11 @@
 #include "app/http/server.hpp"
 
+#include "config/logging.hpp"
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
@@ -512,14 +513,14 @@ void server::impl::on_accept_error(const beast::error_code& ec) {
     return;
   }
   next_error_log = now + std::chrono::seconds(10);
-  spdlog::warn("http: accepting a connection failed: {}{}; pausing {} ms, "
-               "then accepting again",
-               what,
-               errors_not_logged > 0
-                 ? " (and " + std::to_string(errors_not_logged) +
-                     " more since the last report)"
-                 : std::string{},
-               limits.accept_pause.count());
+  ef::log::warn("http: accepting a connection failed: {}{}; pausing {} ms, "
+                "then accepting again",
+                what,
+                errors_not_logged > 0
+                  ? " (and " + std::to_string(errors_not_logged) +
+                      " more since the last report)"
+                  : std::string{},
+                limits.accept_pause.count());
   errors_not_logged = 0;
 }
 

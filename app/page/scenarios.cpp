@@ -1,13 +1,12 @@
 #include "app/page/scenarios.hpp"
 
+#include "config/logging.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/api_error.hpp"
 #include "messages/atoms.hpp"
 #include "messages/dlq_messages.hpp"
 #include "messages/order_messages.hpp"
 #include "persistence/dlq_store.hpp"
-
-#include <spdlog/spdlog.h>
 
 #include <random>
 #include <thread>
@@ -302,19 +301,19 @@ void scenario_runner::replay_when_parked(const std::string& order_id,
             entry = *replayed ? store->get(*replayed_id)
                               : store->head_of(consumer, order_id);
           } catch (const std::exception& e) {
-            spdlog::debug("demo: DLQ or offsets not readable yet: {}",
-                          e.what());
+            ef::log::debug("demo: DLQ or offsets not readable yet: {}",
+                           e.what());
           }
           if (!*replayed && entry && entry->status == dlq_status::parked) {
             bool past = false;
             try {
               past = moved_past(*entry);
             } catch (const std::exception& e) {
-              spdlog::debug("demo: offsets not readable yet: {}", e.what());
+              ef::log::debug("demo: offsets not readable yet: {}", e.what());
             }
             if (past) {
-              spdlog::info("demo: replaying DLQ entry {} of order {}",
-                           entry->id, order_id);
+              ef::log::info("demo: replaying DLQ entry {} of order {}",
+                            entry->id, order_id);
               self->send(root,
                          dlq_command{dlq_verb::replay, entry->id, "", "demo"});
               *replayed = true;
@@ -327,8 +326,8 @@ void scenario_runner::replay_when_parked(const std::string& order_id,
             return;
           }
           if (++*polls >= dlq_polls) {
-            spdlog::warn("demo: order {} was not {} in time", order_id,
-                         *replayed ? "replayed" : "parked");
+            ef::log::warn("demo: order {} was not {} in time", order_id,
+                          *replayed ? "replayed" : "parked");
             finish();
             self->quit();
             return;

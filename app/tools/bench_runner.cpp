@@ -9,12 +9,12 @@
 #include "bench/http_load.hpp"
 #include "bench/pgbench.hpp"
 #include "bench/sql_baselines.hpp"
+#include "config/logging.hpp"
 #include "persistence/backlog_writer.hpp"
 #include "persistence/invariant_queries.hpp"
 #include "persistence/migrations.hpp"
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 #include <sys/utsname.h>
 
 #include <cstdio>
@@ -85,16 +85,16 @@ bool wait_drained(const config::settings& cfg, const endpoints& ep,
   auto next_note = started + std::chrono::seconds(10);
   while (!applied_gap(cfg, ep).empty()) {
     if (since(started) > timeout_s) {
-      spdlog::error("bench: {}: the pipeline did not drain within {} s", phase,
-                    timeout_s);
+      ef::log::error("bench: {}: the pipeline did not drain within {} s", phase,
+                     timeout_s);
       return false;
     }
     if (clock::now() > next_note) {
       next_note = clock::now() + std::chrono::seconds(10);
       auto c = persistence::read_counts(ep.database_dsn);
-      spdlog::warn("bench: {}: draining: {} unsent, {} of {} marks", phase,
-                   c.unsent, c.marks,
-                   c.events * static_cast<long>(cfg.consumer.enabled.size()));
+      ef::log::warn("bench: {}: draining: {} unsent, {} of {} marks", phase,
+                    c.unsent, c.marks,
+                    c.events * static_cast<long>(cfg.consumer.enabled.size()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
@@ -112,17 +112,17 @@ baselines run_baselines(const config::settings& cfg, const bench_plan& plan,
   auto pgbench = bench::find_pgbench(cfg.database.pg_bin_dir);
   auto shards = cfg.relay.shards;
   auto seed = plan.seed_orders;
-  spdlog::warn("bench: baselines: seeding {} orders into schema {}", seed,
-               bench::scratch_schema);
+  ef::log::warn("bench: baselines: seeding {} orders into schema {}", seed,
+                bench::scratch_schema);
   bench::prepare_scratch(dsn, seed, shards);
   auto scratch = bench::scratch_dsn(dsn);
   auto run = [&](const char* what, bench::pgbench_job job) {
-    spdlog::warn("bench: pgbench {} (c={}{})", what, job.clients,
-                 job.transactions > 0
-                   ? ", t=" + std::to_string(job.transactions)
-                   : ", " + std::to_string(job.seconds) + " s");
+    ef::log::warn("bench: pgbench {} (c={}{})", what, job.clients,
+                  job.transactions > 0
+                    ? ", t=" + std::to_string(job.transactions)
+                    : ", " + std::to_string(job.seconds) + " s");
     auto r = bench::run_pgbench(pgbench, scratch, job);
-    spdlog::warn("bench: pgbench {}: {:.0f} tps", what, r.tps);
+    ef::log::warn("bench: pgbench {}: {:.0f} tps", what, r.tps);
     return r;
   };
   int c16 = plan.clients.empty() ? 16 : plan.clients.front();
@@ -164,7 +164,7 @@ bench::load_result http_phase(const std::string& url, int clients, double rate,
   auto started = clock::now();
   spec.progress = [&](long answered) {
     if (static_cast<long>(since(started)) % 5 == 0)
-      spdlog::warn("bench: HTTP {}: {} orders answered", who, answered);
+      ef::log::warn("bench: HTTP {}: {} orders answered", who, answered);
   };
   return bench::run_http_load(spec);
 }
@@ -220,7 +220,7 @@ backlog_figures drain_backlog(caf::actor_system& sys,
   spec.shards = cfg.relay.shards;
   spec.progress = [&](long written) {
     if (written % 100000 == 0 || written == n)
-      spdlog::warn("bench: backlog: {} of {} orders written", written, n);
+      ef::log::warn("bench: backlog: {} of {} orders written", written, n);
   };
   persistence::write_backlog(ep.database_dsn, spec);
   f.write_s = since(write_started);
@@ -231,7 +231,7 @@ backlog_figures drain_backlog(caf::actor_system& sys,
                                            : std::int64_t{64} << 20;
   auto alone_rows =
     std::min<long>(n, static_cast<long>(lead * cfg.kafka.partitions / 512));
-  spdlog::warn("bench: backlog: the relays alone publish {} rows", alone_rows);
+  ef::log::warn("bench: backlog: the relays alone publish {} rows", alone_rows);
   reset_peak_rss();
   auto published0 = metrics.sum("relay_published_total");
   std::tie(f.alone_rows, f.alone_s) = relays_alone(
@@ -255,9 +255,9 @@ backlog_figures drain_backlog(caf::actor_system& sys,
     }
     if (clock::now() >= next_note) {
       next_note += std::chrono::seconds(10);
-      spdlog::warn("bench: backlog: {:.0f} s: {} published, {} of {} "
-                   "effects, RSS {:.0f} MiB",
-                   since(t0), published, applied, want, rss_mib());
+      ef::log::warn("bench: backlog: {:.0f} s: {} published, {} of {} "
+                    "effects, RSS {:.0f} MiB",
+                    since(t0), published, applied, want, rss_mib());
     }
     if (applied >= want) {
       f.consumers_s = since(t0);
@@ -318,7 +318,7 @@ json cost_phase(const config::settings& cfg, const bench_plan& plan,
     bench::sample_database(dsn, s);
     return s;
   };
-  spdlog::warn("bench: cost: the idle pipeline for {} s", plan.idle_seconds);
+  ef::log::warn("bench: cost: the idle pipeline for {} s", plan.idle_seconds);
   settle();
   auto i0 = sample();
   std::this_thread::sleep_for(std::chrono::seconds(plan.idle_seconds));
@@ -339,8 +339,8 @@ json cost_phase(const config::settings& cfg, const bench_plan& plan,
   json runs = json::array();
   for (auto rate : plan.cost_rates) {
     auto who = "cost" + std::to_string(static_cast<long>(rate));
-    spdlog::warn("bench: cost: {:.0f} orders/s for {} s", rate,
-                 plan.cost_seconds);
+    ef::log::warn("bench: cost: {:.0f} orders/s for {} s", rate,
+                  plan.cost_seconds);
     // The counters are settled here: by the wait before the idle sample,
     // then by each run's wait before its end sample.
     auto applied0 = metrics.sum("consumer_applied_total");
@@ -353,8 +353,8 @@ json cost_phase(const config::settings& cfg, const bench_plan& plan,
     settle();
     bench::sample_database(dsn, s1);
     if (!applied || orders == 0) {
-      spdlog::error("bench: cost: {:.0f}/s: {} orders, not all applied", rate,
-                    orders);
+      ef::log::error("bench: cost: {:.0f}/s: {} orders, not all applied", rate,
+                     orders);
       runs.push_back({{"rate", rate}, {"orders", orders}, {"applied", false}});
       continue;
     }
@@ -505,8 +505,8 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
   json http = json::array();
   double first_rate = 0;
   for (auto c : plan.clients) {
-    spdlog::warn("bench: HTTP: {} keep-alive clients for {} s", c,
-                 plan.seconds);
+    ef::log::warn("bench: HTTP: {} keep-alive clients for {} s", c,
+                  plan.seconds);
     auto r =
       http_phase(pipe.url(), c, 0, plan.seconds, "c" + std::to_string(c));
     if (first_rate == 0)
@@ -514,15 +514,15 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
     auto j = to_json(r);
     j["clients"] = c;
     http.push_back(j);
-    spdlog::warn("bench: HTTP {} clients: {:.0f} orders/s, p99 {:.1f} ms", c,
-                 r.per_second(), r.percentile_ms(99));
+    ef::log::warn("bench: HTTP {} clients: {:.0f} orders/s, p99 {:.1f} ms", c,
+                  r.per_second(), r.percentile_ms(99));
     wait_drained(cfg, ep, plan.timeout_s, "after HTTP");
   }
   report["http"] = http;
 
   // (c): a fixed rate, latencies from the database's clocks.
   auto rate = plan.rate > 0 ? plan.rate : std::max(1.0, first_rate / 2);
-  spdlog::warn("bench: latency: {:.0f} orders/s for {} s", rate, plan.seconds);
+  ef::log::warn("bench: latency: {:.0f} orders/s for {} s", rate, plan.seconds);
   auto lat_load = http_phase(pipe.url(), 16, rate, plan.seconds, "lat");
   wait_drained(cfg, ep, plan.timeout_s, "latency");
   auto e2e =
@@ -566,7 +566,7 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
   }
   pipe.stop();
 
-  spdlog::warn("bench: verifying");
+  ef::log::warn("bench: verifying");
   auto v = verify(cfg, ep.database_dsn, ep.kafka_brokers);
   auto marks_wanted = static_cast<long>(consumers) * v.counts.events;
   report["verifier"] = {{"ok", v.ok()},

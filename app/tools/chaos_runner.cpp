@@ -6,6 +6,7 @@
 #include "app/http/frontend.hpp"
 #include "app/tools/pipeline_host.hpp"
 #include "app/tools/verifier.hpp"
+#include "config/logging.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/atoms.hpp"
 #include "messages/ids.hpp"
@@ -17,7 +18,6 @@
 #include <caf/all.hpp>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -192,12 +192,12 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan,
   caf::actor_system sys{caf_cfg};
   auto registry = std::make_shared<telemetry>();
   auto faults = std::make_shared<chaos>(cfg.chaos, registry);
-  spdlog::warn("chaos: {} orders, concurrency {}, points [{}], rate {}, "
-               "seed {}, broker restarts {}, backlog {}{}",
-               plan.orders, plan.concurrency, cfg.chaos.points.size(),
-               cfg.chaos.rate, cfg.chaos.seed, plan.broker_restarts,
-               plan.backlog,
-               plan.backlog_past_retention ? " (past retention)" : "");
+  ef::log::warn("chaos: {} orders, concurrency {}, points [{}], rate {}, "
+                "seed {}, broker restarts {}, backlog {}{}",
+                plan.orders, plan.concurrency, cfg.chaos.points.size(),
+                cfg.chaos.rate, cfg.chaos.seed, plan.broker_restarts,
+                plan.backlog,
+                plan.backlog_past_retention ? " (past retention)" : "");
   json phases = json::object();
   auto phase_started = clock::now();
   auto end_phase = [&](const char* name) {
@@ -213,7 +213,8 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan,
     spec.traceparent = [&](long i) { return trace_of(cfg.chaos.seed, 2, i); };
     spec.progress = [&](long n) {
       if (n % 100000 == 0 || n == plan.backlog)
-        spdlog::warn("chaos: backlog {} of {} orders written", n, plan.backlog);
+        ef::log::warn("chaos: backlog {} of {} orders written", n,
+                      plan.backlog);
     };
     persistence::write_backlog(rt.where().database_dsn, spec);
     end_phase("backlog_write");
@@ -262,13 +263,13 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan,
       rt.restart_broker();
       pipe.start(rt.where());
     } catch (const std::exception& e) {
-      spdlog::error("chaos: broker restart {} of {} failed: {}: {}", k,
-                    plan.broker_restarts, type_name(e), e.what());
+      ef::log::error("chaos: broker restart {} of {} failed: {}: {}", k,
+                     plan.broker_restarts, type_name(e), e.what());
       throw;
     }
     ++restarts_done;
-    spdlog::warn("chaos: broker restart {} of {} done at {} orders", k,
-                 plan.broker_restarts, stats.created.load());
+    ef::log::warn("chaos: broker restart {} of {} done at {} orders", k,
+                  plan.broker_restarts, stats.created.load());
   }
   driver.join();
   auto driven = clock::now();
@@ -284,9 +285,9 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan,
     if (clock::now() > next_progress) {
       next_progress = clock::now() + std::chrono::seconds(5);
       auto c = persistence::read_counts(rt.where().database_dsn);
-      spdlog::warn("chaos: settling: {} events, {} unsent, {} marks of {}",
-                   c.events, c.unsent, c.marks,
-                   c.events * static_cast<long>(cfg.consumer.enabled.size()));
+      ef::log::warn("chaos: settling: {} events, {} unsent, {} marks of {}",
+                    c.events, c.unsent, c.marks,
+                    c.events * static_cast<long>(cfg.consumer.enabled.size()));
     }
   }
   auto settled_at = clock::now();

@@ -1,8 +1,7 @@
 #include "app/tools/pipeline_host.hpp"
 
+#include "config/logging.hpp"
 #include "persistence/invariant_queries.hpp"
-
-#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstring>
@@ -41,7 +40,7 @@ void pipeline::start(const endpoints& where) {
       if (cfg_.http.port == 0)
         throw;
       if (std::chrono::steady_clock::now() > deadline) {
-        spdlog::warn("pipeline: {}; serving on a new port", e.what());
+        ef::log::warn("pipeline: {}; serving on a new port", e.what());
         cfg_.http.port = 0;
         continue;
       }
@@ -58,7 +57,7 @@ void pipeline::stop() {
   http_.reset();
   // The tree alone: the host's other actors (a chaos or bench driver) run on.
   if (!ef::stop(sys_, root_, std::chrono::seconds(60)))
-    spdlog::warn("the tree did not stop within 60 s");
+    ef::log::warn("the tree did not stop within 60 s");
   root_ = eventforge_actor{};
 }
 

@@ -7,6 +7,7 @@
 // Options on the host's caf::actor_system_config, and the typed settings
 // read back from it.
 #include "config/caf_options.hpp"
+#include "config/logging.hpp"
 #include "config/settings.hpp"
 
 // Consumers: the interface a host implements, the registry it adds them to.
@@ -22,6 +23,6 @@
 
 // The embedded defaults (private PostgreSQL, in-process Kafka-protocol
 // broker when none is configured), quiescence and the invariant verifier.
-#include "app/tools/pipeline_host.hpp"
 #include "app/embedded/runtime.hpp"
+#include "app/tools/pipeline_host.hpp"
 #include "app/tools/verifier.hpp"

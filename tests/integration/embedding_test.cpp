@@ -3,12 +3,17 @@
 
 #include "actors/applied.hpp"
 #include "actors/order_validation.hpp"
+#include "config/logging.hpp"
 #include "messages/api_error.hpp"
 #include "messages/interfaces.hpp"
 #include "persistence/order_store.hpp"
 #include "tests/support/harness.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <sstream>
 
 using namespace ef;
 using namespace std::chrono_literals;
@@ -224,4 +229,49 @@ TEST_CASE("await_applied_returns_once_everything_is_applied_and_names_what_"
   auto late = await_applied(cfg, where, 300ms, 50ms);
   CHECK_FALSE(late.applied);
   CHECK(late.gap == "outbox: 1 unsent");
+}
+
+TEST_CASE("a_hosts_log_settings_govern_eventforges_lines_only_and_json_comes_"
+          "from_the_public_header") {
+  test::database db;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  endpoints where{db.dsn(), broker.bootstrap_servers()};
+  // The host gives EventForge's logger a sink of its own.
+  std::ostringstream lines;
+  ef::log::use(std::make_shared<spdlog::logger>(
+    ef::log::logger_name,
+    std::make_shared<spdlog::sinks::ostream_sink_mt>(lines)));
+  spdlog::default_logger()->set_level(spdlog::level::info);
+  auto run = [&](const std::string& level, const std::string& format) {
+    lines.str("");
+    cfg.log.level = level;
+    cfg.log.format = format;
+    test::tree t(cfg, where);
+    REQUIRE(test::post_json(t.url(), "/orders", test::order_body("lg", 1, 100))
+              .first == 201);
+    REQUIRE(await_applied(cfg, where, 60s).applied);
+    t.stop();
+    return lines.str();
+  };
+  // [log] level=warn: none of EventForge's info lines (a tree that starts
+  // and applies an order writes several at info).
+  auto quiet = run("warn", "text");
+  CHECK(quiet.find("[info]") == std::string::npos);
+  // The host's own logger keeps its level.
+  CHECK(spdlog::default_logger()->level() == spdlog::level::info);
+  // [log] level=info, format=json: every line one JSON object.
+  auto json_lines = run("info", "json");
+  std::istringstream in(json_lines);
+  std::string line;
+  int info_lines = 0;
+  while (std::getline(in, line)) {
+    INFO(line);
+    auto j = nlohmann::json::parse(line);
+    CHECK(j.contains("ts"));
+    CHECK(j.contains("msg"));
+    info_lines += j.value("level", "") == "info";
+  }
+  CHECK(info_lines > 0);
+  ef::log::use(nullptr); // back to a logger made from the default one
 }

@@ -159,7 +159,7 @@ bool wait_until(const std::function<bool()>& pred,
 
 tree::tree(const config::settings& cfg, const endpoints& ep,
            std::shared_ptr<const consumer_registry> consumers) {
-  spdlog::set_level(spdlog::level::from_str(cfg.log.level));
+  // ef::start applies cfg.log to EventForge's logger.
   configure_actor_system(caf_cfg_);
   sys_ = std::make_unique<caf::actor_system>(caf_cfg_);
   metrics_ = std::make_shared<telemetry>();
