@@ -3,7 +3,6 @@
 #include "kafka/broker_probe.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 
 namespace ef::kafka {
 
@@ -23,12 +22,9 @@ std::vector<consumer_lead::entry> consumer_lead::current() {
   if (!asking) {
     // Another shard is asking the broker right now (or hangs in it:
     // librdkafka 2.0.2 can hang past its timeout once its broker went
-    // away). Its last answer will do; without one, this shard fails and
-    // retries after its backoff instead of waiting behind it.
+    // away). Its last answer will do; before the first one, no lead is
+    // known (nothing to wait for): the pacing starts with that answer.
     std::lock_guard<std::mutex> guard{data_mtx_};
-    if (!answered_)
-      throw std::runtime_error("the broker has not answered the lead probe "
-                               "yet");
     return last_;
   }
   auto now = std::chrono::steady_clock::now();

@@ -33,7 +33,8 @@ public:
                 std::chrono::milliseconds max_age);
   ~consumer_lead();
 
-  /// The lead of every consumer on every partition, at most `max_age` old.
+  /// The lead of every consumer on every partition, at most `max_age` old;
+  /// while another caller asks, its last answer (empty before the first).
   std::vector<entry> current();
 
 private:
