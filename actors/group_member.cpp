@@ -104,13 +104,13 @@ void group_member_state::keep_listening() {
   // Announcements may have been missed meanwhile: fetch everything again
   // (what has nothing new parks again at its end).
   if (had)
-    for (auto p : flow->unpark_all())
+    for (auto p : flow->unpark_all(clock::now()))
       consumer->resume_at_once(p, flow->find(p)->end_offset);
 }
 
 void group_member_state::settle_parking(clock::time_point now) {
   for (auto& [p, offset] : heard->take())
-    if (flow->announced(p, offset)) {
+    if (flow->announced(p, offset, now)) {
       ef::log::debug("{}: partition {} resumed: a relay published offset {}",
                      consumer_name, p, offset);
       consumer->resume_at_once(p, flow->find(p)->end_offset);

@@ -138,7 +138,13 @@ std::vector<std::int32_t> partition_flow::to_park(clock::duration idle,
   return out;
 }
 
-bool partition_flow::announced(std::int32_t p, std::int64_t offset) {
+void partition_flow::unpark(slot& s, clock::time_point now) {
+  s.parked = false;
+  s.last_fed = now;
+}
+
+bool partition_flow::announced(std::int32_t p, std::int64_t offset,
+                               clock::time_point now) {
   auto& end = announced_end_[p];
   end = std::max(end, offset + 1);
   auto i = slots_.find(p);
@@ -149,7 +155,7 @@ bool partition_flow::announced(std::int32_t p, std::int64_t offset) {
     s.at_end_since.reset(); // it fetches that record, then ends again
   if (!s.parked)
     return false;
-  s.parked = false;
+  unpark(s, now);
   return true;
 }
 
@@ -163,18 +169,18 @@ std::vector<std::int32_t> partition_flow::to_recheck(clock::duration every,
   last_recheck_ = now;
   for (auto& [p, s] : slots_)
     if (s.parked) {
-      s.parked = false;
+      unpark(s, now);
       s.rechecking = true;
       out.push_back(p);
     }
   return out;
 }
 
-std::vector<std::int32_t> partition_flow::unpark_all() {
+std::vector<std::int32_t> partition_flow::unpark_all(clock::time_point now) {
   std::vector<std::int32_t> out;
   for (auto& [p, s] : slots_)
     if (s.parked) {
-      s.parked = false;
+      unpark(s, now);
       out.push_back(p);
     }
   return out;

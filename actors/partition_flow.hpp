@@ -97,17 +97,21 @@ public:
                                     clock::time_point now);
   /// A relay announced a record at `offset` of `p`. True if `p` must be
   /// resumed now (it was parked).
-  bool announced(std::int32_t p, std::int64_t offset);
+  bool announced(std::int32_t p, std::int64_t offset, clock::time_point now);
   /// Every `every`, all parked partitions are resumed once (records no
   /// relay announced); returns them. `now` starts the first period.
   std::vector<std::int32_t> to_recheck(clock::duration every,
                                        clock::time_point now);
   /// Unparks all (to be resumed by the caller): announcements may have
   /// been missed.
-  std::vector<std::int32_t> unpark_all();
+  std::vector<std::int32_t> unpark_all(clock::time_point now);
   std::size_t parked() const;
 
 private:
+  /// A parked partition fetches again from `now`: the watchdog counts from
+  /// here, not from its last record (which may be long ago).
+  static void unpark(slot& s, clock::time_point now);
+
   int max_in_flight_;
   bool draining_ = false;
   std::map<std::int32_t, slot> slots_;

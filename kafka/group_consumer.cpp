@@ -258,6 +258,7 @@ void group_consumer::seek(std::int32_t partition, std::int64_t offset) {
     throw std::runtime_error("cannot seek partition " +
                              std::to_string(partition) + ": " +
                              RdKafka::err2str(rc));
+  impl_->started_at[partition] = tp->offset(); // as in resume_at_once
 }
 
 void group_consumer::restart_at(
@@ -338,6 +339,9 @@ void group_consumer::resume_at_once(std::int32_t partition,
   // position is where the partition was paused, so nothing is skipped.
   std::unique_ptr<RdKafka::TopicPartition> tp(
     RdKafka::TopicPartition::create(impl_->topic, partition, offset));
+  // A seek forgets the application's position (position() is invalid until
+  // the next record): a later restart_at starts this partition here.
+  impl_->started_at[partition] = offset;
   auto rc = impl_->consumer->seek(*tp, 0);
   if (rc != RdKafka::ERR_NO_ERROR)
     ef::log::warn("consumer {}: partition {} resumed, but its seek to {} "

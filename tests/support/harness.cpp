@@ -98,6 +98,11 @@ temp_dir::temp_dir() {
 }
 
 temp_dir::~temp_dir() {
+  // EF_TEST_KEEP=1 keeps a test's files (logs, data) for a post-mortem.
+  if (const char* keep = std::getenv("EF_TEST_KEEP"); keep && *keep == '1') {
+    std::fprintf(stderr, "kept %s\n", path.c_str());
+    return;
+  }
   std::error_code ec;
   std::filesystem::remove_all(path, ec);
 }
@@ -123,15 +128,20 @@ void database::exec(const std::string& sql) {
   });
 }
 
+std::string test_log_level() {
+  // EF_TEST_LOG=info (or debug) shows the tree's log, in process or in a
+  // child `serve`, when chasing a failure.
+  auto* level = std::getenv("EF_TEST_LOG");
+  return level ? level : "warn";
+}
+
 config::settings test_settings() {
   config::settings s;
   s.http.port = 0;
   s.kafka.session_timeout_ms = 6000;
   s.kafka.fetch_wait_max_ms = 20;
   s.supervisor.restart_backoff_ms = 10;
-  // EF_TEST_LOG=info (or debug) shows the tree's log when chasing a failure.
-  auto* level = std::getenv("EF_TEST_LOG");
-  s.log.level = level ? level : "warn";
+  s.log.level = test_log_level();
   return s;
 }
 
@@ -373,7 +383,7 @@ std::vector<std::string> serve_command(const std::string& dsn,
                                 "--kafka.brokers=" + brokers,
                                 "--kafka.session-timeout-ms=6000",
                                 "--kafka.fetch-wait-max-ms=20",
-                                "--log.level=warn"};
+                                "--log.level=" + test_log_level()};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }

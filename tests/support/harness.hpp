@@ -65,6 +65,8 @@ private:
   std::unique_ptr<pqxx::connection> conn_;
 };
 
+/// The log level of tests: EF_TEST_LOG, or warn.
+std::string test_log_level();
 /// Settings tuned for tests: free HTTP port, short group session timeout.
 config::settings test_settings();
 

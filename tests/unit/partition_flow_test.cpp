@@ -109,12 +109,17 @@ TEST_CASE("a_partition_idle_at_its_end_parks_after_the_idle_time_and_an_"
   CHECK(f.unfed_since(1s, t + 60s) == std::vector<std::int32_t>{1});
   // An announcement for another partition, or an owned one not parked,
   // resumes nothing.
-  CHECK_FALSE(f.announced(5, 0));
-  CHECK_FALSE(f.announced(1, 3));
+  CHECK_FALSE(f.announced(5, 0, t + 60s));
+  CHECK_FALSE(f.announced(1, 3, t + 60s));
   // The record at offset 7 of partition 0: resume it.
-  CHECK(f.announced(0, 7));
+  CHECK(f.announced(0, 7, t + 61s));
   CHECK_FALSE(f.find(0)->parked);
-  CHECK_FALSE(f.announced(0, 8)); // resumed already
+  CHECK_FALSE(f.announced(0, 8, t + 61s)); // resumed already
+  // Its fetch starts now: the watchdog counts from the resume, not from
+  // its last record a minute ago.
+  // (partition 1, fetching and fed nothing since t + 60s, is reported.)
+  CHECK(f.unfed_since(1s, t + 61s + 500ms) == std::vector<std::int32_t>{1});
+  CHECK(f.unfed_since(1s, t + 62s) == std::vector<std::int32_t>{0});
 }
 
 TEST_CASE("a_partition_with_an_announced_record_past_its_end_does_not_park") {
@@ -123,7 +128,7 @@ TEST_CASE("a_partition_with_an_announced_record_past_its_end_does_not_park") {
   f.start(0, false, t);
   // The announcement overtook the fetch: the end the client saw (5) is
   // older than the record announced at 5.
-  CHECK_FALSE(f.announced(0, 5));
+  CHECK_FALSE(f.announced(0, 5, t));
   f.at_end(0, 5, t);
   CHECK(f.to_park(1s, t + 2s).empty());
   // Once it read past that record and reached the end again, it parks.
@@ -167,5 +172,5 @@ TEST_CASE("paused_and_draining_partitions_never_park_and_a_drain_unparks") {
   CHECK(f.parked() == 0); // paused by the drain now, not parked
   f.at_end(1, 1, t + 2s);
   CHECK(f.to_park(1s, t + 5s).empty());
-  CHECK(f.unpark_all().empty());
+  CHECK(f.unpark_all(t + 5s).empty());
 }
