@@ -1,14 +1,14 @@
 #include "actors/api_worker.hpp"
 #include "actors/crash_log.hpp"
 #include "actors/order_validation.hpp"
-#include "config/logging.hpp"
-#include "messages/atoms.hpp"
-#include "messages/events.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/messages/atoms.hpp>
+#include <eventforge/messages/events.hpp>
 
 #include "actors/event_log.hpp"
-#include "messages/api_error.hpp"
 #include "messages/ids.hpp"
 #include "persistence/db_error.hpp"
+#include <eventforge/messages/api_error.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -1,9 +1,9 @@
 #pragma once
 
 #include "actors/context.hpp"
-#include "messages/interfaces.hpp"
 #include "persistence/db_error.hpp"
 #include "persistence/order_store.hpp"
+#include <eventforge/messages/interfaces.hpp>
 
 #include <caf/all.hpp>
 

@@ -1,4 +1,4 @@
-#include "actors/applied.hpp"
+#include <eventforge/actors/applied.hpp>
 
 #include "kafka/offsets.hpp"
 #include "persistence/invariant_queries.hpp"

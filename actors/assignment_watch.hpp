@@ -1,6 +1,6 @@
 #pragma once
 
-#include "config/logging.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <chrono>
 #include <string>

@@ -1,7 +1,7 @@
 #include "actors/chaos.hpp"
 #include "config/crash_points.hpp"
-#include "config/logging.hpp"
 #include "messages/ids.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <algorithm>
 

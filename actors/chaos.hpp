@@ -1,7 +1,7 @@
 #pragma once
 
-#include "actors/telemetry.hpp"
-#include "config/settings.hpp"
+#include <eventforge/actors/telemetry.hpp>
+#include <eventforge/config/settings.hpp>
 
 #include <atomic>
 #include <cstdint>

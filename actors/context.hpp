@@ -1,12 +1,12 @@
 #pragma once
 
 #include "actors/chaos.hpp"
-#include "actors/telemetry.hpp"
-#include "config/settings.hpp"
-#include "consumers/consumer.hpp"
 #include "kafka/consumer_lead.hpp"
 #include "persistence/outbox_listener.hpp"
 #include "persistence/recovery_journal.hpp"
+#include <eventforge/actors/telemetry.hpp>
+#include <eventforge/config/settings.hpp>
+#include <eventforge/consumers/consumer.hpp>
 
 #include <map>
 #include <memory>

@@ -2,8 +2,8 @@
 
 #include "actors/chaos.hpp"
 #include "actors/context.hpp"
-#include "config/logging.hpp"
 #include "persistence/db_error.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <caf/all.hpp>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "messages/events.hpp"
+#include <eventforge/messages/events.hpp>
 
 #include <string>
 

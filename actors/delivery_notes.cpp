@@ -1,9 +1,9 @@
 #include "actors/delivery_notes.hpp"
 
 #include "actors/event_log.hpp"
-#include "config/logging.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
+#include <eventforge/config/logging.hpp>
 
 namespace ef {
 

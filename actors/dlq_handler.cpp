@@ -1,13 +1,13 @@
 #include "actors/dlq_handler.hpp"
 
 #include "actors/crash_log.hpp"
-#include "config/logging.hpp"
-#include "config/options.hpp"
-#include "messages/api_error.hpp"
-#include "messages/atoms.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
 #include "messages/text.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/config/options.hpp>
+#include <eventforge/messages/api_error.hpp>
+#include <eventforge/messages/atoms.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -3,7 +3,7 @@
 #include "actors/context.hpp"
 #include "actors/dlq_operations.hpp"
 #include "kafka/group_consumer.hpp"
-#include "messages/interfaces.hpp"
+#include <eventforge/messages/interfaces.hpp>
 
 #include <caf/all.hpp>
 

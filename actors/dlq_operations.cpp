@@ -1,9 +1,9 @@
 #include "actors/dlq_operations.hpp"
 
-#include "config/logging.hpp"
-#include "messages/dlq_messages.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/messages/dlq_messages.hpp>
 
 namespace ef {
 

@@ -1,6 +1,6 @@
 #include "actors/event_log.hpp"
 
-#include "config/logging.hpp"
+#include <eventforge/config/logging.hpp>
 
 namespace ef::event_log {
 

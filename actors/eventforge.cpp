@@ -1,4 +1,4 @@
-#include "actors/eventforge.hpp"
+#include <eventforge/actors/eventforge.hpp>
 
 #include "actors/api_worker.hpp"
 #include "actors/crash_log.hpp"
@@ -10,12 +10,12 @@
 #include "actors/repairer.hpp"
 #include "actors/supervisor.hpp"
 #include "config/backoff.hpp"
-#include "config/logging.hpp"
-#include "messages/api_error.hpp"
-#include "messages/atoms.hpp"
 #include "persistence/dsn.hpp"
 #include "persistence/fixed_settings.hpp"
 #include "persistence/migrations.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/messages/api_error.hpp>
+#include <eventforge/messages/atoms.hpp>
 
 #include <map>
 #include <stdexcept>

@@ -1,6 +1,6 @@
 #include "actors/fetch_watchdog.hpp"
 
-#include "config/logging.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <algorithm>
 

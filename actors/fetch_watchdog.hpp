@@ -3,8 +3,8 @@
 #include "actors/chaos.hpp"
 #include "actors/gap_repair.hpp"
 #include "actors/partition_flow.hpp"
-#include "actors/telemetry.hpp"
 #include "kafka/group_client.hpp"
+#include <eventforge/actors/telemetry.hpp>
 
 #include <chrono>
 #include <cstdint>

@@ -1,6 +1,6 @@
 #include "actors/gap_repair.hpp"
 
-#include "config/logging.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <algorithm>
 

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "actors/telemetry.hpp"
 #include "kafka/group_client.hpp"
 #include "persistence/repair_store.hpp"
+#include <eventforge/actors/telemetry.hpp>
 
 #include <cstdint>
 #include <memory>

@@ -2,8 +2,8 @@
 
 #include "actors/crash_log.hpp"
 #include "actors/round_loop.hpp"
-#include "config/logging.hpp"
-#include "messages/dlq_messages.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/messages/dlq_messages.hpp>
 
 namespace ef {
 

@@ -1,10 +1,10 @@
 #pragma once
 
 #include "actors/context.hpp"
-#include "actors/telemetry.hpp"
-#include "config/settings.hpp"
 #include "kafka/offsets.hpp"
 #include "persistence/ops_queries.hpp"
+#include <eventforge/actors/telemetry.hpp>
+#include <eventforge/config/settings.hpp>
 
 #include <caf/all.hpp>
 

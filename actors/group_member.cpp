@@ -1,8 +1,8 @@
 #include "actors/group_member.hpp"
 
 #include "actors/crash_log.hpp"
-#include "config/logging.hpp"
-#include "messages/atoms.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/messages/atoms.hpp>
 
 namespace ef {
 

@@ -2,9 +2,9 @@
 
 #include "actors/event_log.hpp"
 #include "actors/partition_flow.hpp"
-#include "config/logging.hpp"
 #include "kafka/group_client.hpp"
-#include "messages/events.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/messages/events.hpp>
 
 #include <cstdint>
 #include <deque>

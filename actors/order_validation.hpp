@@ -1,6 +1,6 @@
 #pragma once
 
-#include "messages/order_messages.hpp"
+#include <eventforge/messages/order_messages.hpp>
 
 #include <cstdint>
 #include <optional>

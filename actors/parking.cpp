@@ -2,12 +2,12 @@
 
 #include "actors/dlq_operations.hpp"
 #include "actors/event_log.hpp"
-#include "config/logging.hpp"
-#include "config/options.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
 #include "persistence/db_error.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/config/options.hpp>
 
 #include <set>
 

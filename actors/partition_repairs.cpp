@@ -1,6 +1,6 @@
 #include "actors/partition_repairs.hpp"
 
-#include "config/logging.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <set>
 #include <utility>

@@ -1,13 +1,13 @@
 #include "actors/partition_worker.hpp"
 
 #include "actors/crash_log.hpp"
-#include "config/logging.hpp"
 #include "kafka/event_record.hpp"
-#include "messages/atoms.hpp"
-#include "messages/dlq_messages.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
 #include "persistence/db_error.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/messages/atoms.hpp>
+#include <eventforge/messages/dlq_messages.hpp>
 
 namespace ef {
 

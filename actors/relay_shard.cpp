@@ -3,8 +3,8 @@
 #include "actors/crash_log.hpp"
 #include "actors/event_log.hpp"
 #include "actors/round_loop.hpp"
-#include "config/logging.hpp"
 #include "messages/ids.hpp"
+#include <eventforge/config/logging.hpp>
 
 namespace ef {
 

@@ -2,7 +2,7 @@
 
 #include "actors/crash_log.hpp"
 #include "actors/round_loop.hpp"
-#include "config/logging.hpp"
+#include <eventforge/config/logging.hpp>
 
 namespace ef {
 

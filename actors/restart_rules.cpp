@@ -1,7 +1,7 @@
 #include "actors/restart_rules.hpp"
 
 #include "actors/crash_log.hpp"
-#include "config/logging.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <stdexcept>
 

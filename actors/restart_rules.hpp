@@ -1,9 +1,9 @@
 #pragma once
 
 #include "actors/restart_policy.hpp"
-#include "actors/telemetry.hpp"
 #include "config/backoff.hpp"
-#include "config/settings.hpp"
+#include <eventforge/actors/telemetry.hpp>
+#include <eventforge/config/settings.hpp>
 
 #include <caf/error.hpp>
 

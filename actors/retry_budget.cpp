@@ -1,7 +1,7 @@
 #include "actors/retry_budget.hpp"
 
-#include "config/logging.hpp"
 #include "messages/ids.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <utility>
 

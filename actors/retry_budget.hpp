@@ -2,7 +2,7 @@
 
 #include "actors/delivery.hpp"
 #include "config/backoff.hpp"
-#include "config/settings.hpp"
+#include <eventforge/config/settings.hpp>
 
 #include <chrono>
 #include <cstdint>

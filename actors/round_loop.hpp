@@ -1,7 +1,7 @@
 #pragma once
 
-#include "messages/atoms.hpp"
-#include "messages/control_messages.hpp"
+#include <eventforge/messages/atoms.hpp>
+#include <eventforge/messages/control_messages.hpp>
 
 #include <caf/all.hpp>
 

@@ -1,11 +1,11 @@
 #include "actors/supervisor.hpp"
 
 #include "actors/crash_log.hpp"
-#include "config/logging.hpp"
-#include "messages/api_error.hpp"
-#include "messages/atoms.hpp"
-#include "messages/dlq_messages.hpp"
-#include "messages/order_messages.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/messages/api_error.hpp>
+#include <eventforge/messages/atoms.hpp>
+#include <eventforge/messages/dlq_messages.hpp>
+#include <eventforge/messages/order_messages.hpp>
 
 namespace ef {
 

@@ -3,7 +3,7 @@
 #include "actors/context.hpp"
 #include "actors/restart_rules.hpp"
 #include "config/backoff.hpp"
-#include "messages/control_messages.hpp"
+#include <eventforge/messages/control_messages.hpp>
 
 #include <caf/all.hpp>
 

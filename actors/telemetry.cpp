@@ -1,4 +1,4 @@
-#include "actors/telemetry.hpp"
+#include <eventforge/actors/telemetry.hpp>
 
 #include "actors/process_metrics.hpp"
 

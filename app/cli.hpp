@@ -1,7 +1,7 @@
 #pragma once
 
-#include "config/caf_options.hpp"
-#include "config/options.hpp"
+#include <eventforge/config/caf_options.hpp>
+#include <eventforge/config/options.hpp>
 
 #include <CLI/CLI.hpp>
 

@@ -1,6 +1,6 @@
 #include "bench/cost.hpp"
 
-#include "config/logging.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <pqxx/pqxx>
 #include <sys/resource.h>

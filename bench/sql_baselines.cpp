@@ -206,7 +206,8 @@ std::string consumer_script(long seeded_orders, int clients,
                                               {2, events},
                                               {3, orders},
                                               {4, "ARRAY[" + kinds + "]"},
-                                              {5, "ARRAY[" + amounts + "]"}}));
+                                              {5, "ARRAY[" + amounts + "]"},
+                                              {6, "ARRAY[" + amounts + "]"}}));
   s += "COMMIT;\n";
   return s;
 }

@@ -1,6 +1,6 @@
 #include "config/backoff.hpp"
 
-#include "config/settings.hpp"
+#include <eventforge/config/settings.hpp>
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "config/caf_options.hpp"
+#include <eventforge/config/caf_options.hpp>
 
 #include <caf/config_option_adder.hpp>
 #include <caf/config_value.hpp>

@@ -1,4 +1,4 @@
-#include "config/logging.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include "messages/text.hpp"
 

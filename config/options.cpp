@@ -1,5 +1,5 @@
-#include "config/options.hpp"
 #include "config/crash_points.hpp"
+#include <eventforge/config/options.hpp>
 
 #include <algorithm>
 #include <arpa/inet.h>

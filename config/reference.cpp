@@ -1,6 +1,6 @@
 #include "config/reference.hpp"
 
-#include "config/options.hpp"
+#include <eventforge/config/options.hpp>
 
 #include <cctype>
 

@@ -68,8 +68,8 @@ public:
   // The accounts table came with the core schema (migration 1), before
   // consumers brought their own; a new consumer would create it here.
 
-  void prepare(pqxx::connection& c) const override {
-    c.prepare("billing.adjust_balances", sql::adjust_balances);
+  void prepare(statements& s) const override {
+    s.prepare("adjust_balances", sql::adjust_balances); // billing.adjust_...
   }
 
   std::unique_ptr<consumer_transaction>

@@ -1,4 +1,4 @@
-#include "consumers/consumer_registry.hpp"
+#include <eventforge/consumers/consumer_registry.hpp>
 
 #include "consumers/billing.hpp"
 #include "consumers/fulfillment.hpp"

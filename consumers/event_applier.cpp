@@ -1,8 +1,10 @@
 #include "consumers/event_applier.hpp"
 
-#include "consumers/consumer_registry.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/lock_classes.hpp"
+#include <eventforge/consumers/consumer_registry.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -46,11 +48,12 @@ const char* const sql::lock_orders =
 const char* const sql::read_orders =
   R"sql(
       WITH ids AS (SELECT $2::uuid[] AS a)
-      SELECT 0, id::text, status, customer_id, total_cents, NULL, false, false
+      SELECT 0, id::text, status, customer_id, total_cents, NULL, false, false,
+             NULL::bigint
       FROM orders WHERE id = ANY((SELECT a FROM ids)::uuid[])
       UNION ALL
       SELECT 1, e.order_id::text, NULL, NULL, e.seq, e.event_id::text,
-             p.done IS NOT NULL, d.parked IS NOT NULL
+             p.done IS NOT NULL, d.parked IS NOT NULL, NULL
       FROM outbox e
       LEFT JOIN LATERAL (SELECT 1 AS done FROM processed_events p
         WHERE p.consumer = $1 AND p.event_id = e.event_id LIMIT 1) p ON true
@@ -59,9 +62,13 @@ const char* const sql::read_orders =
         ON true
       WHERE e.order_id = ANY((SELECT a FROM ids)::uuid[])
       UNION ALL
-      SELECT 2, order_id::text, kind, NULL, NULL, NULL, false, false
+      SELECT 2, order_id::text, kind, NULL, NULL, NULL, false, false, NULL
       FROM business_effects
       WHERE order_id = ANY((SELECT a FROM ids)::uuid[]) AND consumer = $1
+      UNION ALL
+      SELECT 3, order_id::text, sku, NULL, qty, line::text, false, false,
+             price_cents
+      FROM order_items WHERE order_id = ANY((SELECT a FROM ids)::uuid[])
   )sql";
 const char* const sql::set_statuses =
   "UPDATE orders r SET status = x.s, updated_at = clock_timestamp() "
@@ -69,9 +76,9 @@ const char* const sql::set_statuses =
 // In offset order: business_effects.id then orders one order's effects.
 const char* const sql::insert_effects =
   "INSERT INTO business_effects (consumer, event_id, order_id, kind, "
-  "amount_cents) SELECT $1, x.e::uuid, x.o::uuid, x.k, x.a FROM "
-  "unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) "
-  "WITH ORDINALITY AS x(e, o, k, a, i) ORDER BY x.i";
+  "amount_cents, quantity) SELECT $1, x.e::uuid, x.o::uuid, x.k, x.a, x.q "
+  "FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], "
+  "$6::bigint[]) WITH ORDINALITY AS x(e, o, k, a, q, i) ORDER BY x.i";
 namespace {
 
 void prepare(pqxx::connection& c) {
@@ -128,6 +135,19 @@ void check_type(const order_event& ev) {
       ev.event_type != order_cancelled_type)
     throw db_error(db_errc::permanent,
                    "unknown event type \"" + ev.event_type + "\"");
+  // A payload from a newer EventForge: this consumer cannot know what it
+  // means. Parked (permanent), replayed after the upgrade.
+  auto doc = nlohmann::json::parse(ev.payload, nullptr, false);
+  if (doc.is_object() && doc.contains("schema_version")) {
+    auto& v = doc["schema_version"];
+    if (!v.is_number_integer() || v.get<long long>() < 1 ||
+        v.get<long long>() > payload_schema_version)
+      throw db_error(db_errc::permanent,
+                     ev.event_type + " payload schema_version " + v.dump() +
+                       " is not one this consumer knows (1.." +
+                       std::to_string(payload_schema_version) +
+                       "): upgrade it, then replay the event from the DLQ");
+  }
 }
 
 /// The guard and the rules for `input` (one partition's events, in offset
@@ -174,6 +194,7 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const consumer& rule,
   auto list = array_literal(orders);
   w.exec_prepared("lock_orders", consumer_order_lock_class, consumer, list);
   std::map<std::string, order_rows> state;
+  std::map<std::string, std::map<int, order_item>> lines; // by line number
   for (const auto& row : w.exec_prepared("read_orders", consumer, list)) {
     auto& o = state[row[1].as<std::string>()];
     switch (row[0].as<int>()) {
@@ -188,10 +209,18 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const consumer& rule,
       o.history.push_back({row[4].as<std::int64_t>(), row[5].as<std::string>(),
                            row[6].as<bool>(), row[7].as<bool>()});
       break;
-    default:
+    case 2:
       o.state.effect_kinds.insert(row[2].as<std::string>());
+      break;
+    default:
+      lines[row[1].as<std::string>()][std::stoi(row[5].as<std::string>())] =
+        order_item{row[2].as<std::string>(), row[4].as<std::int64_t>(),
+                   row[8].as<std::int64_t>()};
     }
   }
+  for (auto& [id, by_line] : lines)
+    for (auto& [line, item] : by_line)
+      state[id].state.lines.push_back(std::move(item));
   auto types = rule.event_types();
   auto handles = [&](const std::string& type) {
     return std::find(types.begin(), types.end(), type) != types.end();
@@ -203,7 +232,7 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const consumer& rule,
   std::vector<std::string> unmark, requeue_events;
   std::vector<std::int64_t> requeue_seqs;
   std::vector<std::string> fx_events, fx_orders, fx_kinds;
-  std::vector<std::int64_t> fx_amounts;
+  std::vector<std::int64_t> fx_amounts, fx_quantities;
   size_t i = 0;
   for (; i < n; ++i) {
     if (!first[i]) {
@@ -244,6 +273,7 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const consumer& rule,
     fx_orders.push_back(order_ids[i]);
     fx_kinds.push_back(e.kind);
     fx_amounts.push_back(e.amount_cents);
+    fx_quantities.push_back(e.quantity);
     applied.insert(ev_ids[i]);
     out.push_back(apply_outcome::applied);
   }
@@ -264,7 +294,7 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const consumer& rule,
   if (!fx_events.empty())
     w.exec_prepared("insert_effects", consumer, array_literal(fx_events),
                     array_literal(fx_orders), array_literal(fx_kinds),
-                    array_literal(fx_amounts));
+                    array_literal(fx_amounts), array_literal(fx_quantities));
   if (!unmark.empty())
     w.exec_prepared("unmark", consumer, array_literal(unmark));
   if (!requeue_events.empty())
@@ -305,7 +335,8 @@ event_applier::event_applier(std::string dsn, consumer_ptr consumer)
       db_(std::make_unique<session>(std::move(dsn),
                                     [rule = consumer_](pqxx::connection& c) {
                                       prepare(c);
-                                      rule->prepare(c);
+                                      statements own(c, rule->name());
+                                      rule->prepare(own);
                                     })) {
   // nop
 }

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "consumers/consumer.hpp"
-#include "messages/events.hpp"
+#include <eventforge/consumers/consumer.hpp>
+#include <eventforge/messages/events.hpp>
 
 #include <functional>
 #include <memory>

@@ -11,7 +11,10 @@ public:
       if (o.status != "created")
         return {"fulfill_skipped", 0};
       o.status = "processed";
-      return {"fulfilled", 0};
+      std::int64_t units = 0;
+      for (auto& line : o.lines)
+        units += line.qty;
+      return {"fulfilled", 0, units};
     }
     o.status = "cancelled";
     return {"cancelled", 0};

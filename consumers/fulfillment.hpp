@@ -1,6 +1,6 @@
 #pragma once
 
-#include "consumers/consumer.hpp"
+#include <eventforge/consumers/consumer.hpp>
 
 namespace ef {
 

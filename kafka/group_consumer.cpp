@@ -1,8 +1,8 @@
 #include "kafka/group_consumer.hpp"
 
-#include "config/logging.hpp"
 #include "kafka/client_config.hpp"
 #include "messages/record_headers.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <librdkafka/rdkafka.h>
 

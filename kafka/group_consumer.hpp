@@ -1,7 +1,7 @@
 #pragma once
 
 #include "kafka/group_client.hpp"
-#include "messages/events.hpp"
+#include <eventforge/messages/events.hpp>
 
 #include <cstdint>
 #include <functional>

@@ -1,9 +1,9 @@
 #include "persistence/backlog_writer.hpp"
 
-#include "messages/events.hpp"
 #include "messages/ids.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/order_rows.hpp"
+#include <eventforge/messages/events.hpp>
 
 #include <tuple>
 

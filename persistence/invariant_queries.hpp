@@ -1,29 +1,13 @@
 #pragma once
 
+#include <eventforge/persistence/durable_state.hpp>
+
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace ef::persistence {
-
-/// One broken invariant, with the IDs needed to investigate it.
-struct violation {
-  std::string invariant; ///< "I1".."I5", "drain"
-  std::string what;      ///< human-readable description
-  std::string order_id;
-  std::string event_id;
-  std::string consumer;
-};
-
-/// Row counts the verifier reports alongside violations.
-struct durable_counts {
-  long orders = 0;
-  long events = 0;
-  long unsent = 0;
-  long marks = 0;
-  long effects = 0;
-};
 
 /// The row counts alone, in one snapshot (cheap: what a wait for quiescence
 /// polls; throws db_error).

@@ -331,6 +331,11 @@ std::vector<int> apply_steps(const std::string& dsn,
 
 } // namespace
 
+// What a consumer's effect may carry besides an amount.
+constexpr const char* v9_effect_quantity = R"sql(
+ALTER TABLE business_effects ADD COLUMN quantity bigint NOT NULL DEFAULT 0;
+)sql";
+
 const std::vector<migration>& migrations() {
   static const std::vector<migration> all{
     {1, "core: orders, outbox, processed_events, effects, accounts, keys",
@@ -346,6 +351,7 @@ const std::vector<migration>& migrations() {
      v7_consumer_migrations},
     {8, "DLQ replay state machine, raw record keys, retention indexes",
      v8_dlq_replay_and_retention},
+    {9, "business effects carry a quantity", v9_effect_quantity},
   };
   return all;
 }

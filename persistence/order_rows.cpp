@@ -1,5 +1,7 @@
 #include "persistence/order_rows.hpp"
 
+#include <eventforge/messages/events.hpp>
+
 #include <nlohmann/json.hpp>
 
 namespace ef::persistence {
@@ -12,7 +14,8 @@ std::string created_payload(const std::string& order_id,
   for (auto& i : items)
     lines.push_back(
       {{"sku", i.sku}, {"qty", i.qty}, {"price_cents", i.price_cents}});
-  return nlohmann::json{{"order_id", order_id},
+  return nlohmann::json{{"schema_version", payload_schema_version},
+                        {"order_id", order_id},
                         {"customer_id", customer_id},
                         {"total_cents", total_cents},
                         {"items", lines}}

@@ -1,9 +1,9 @@
 #include "persistence/order_store.hpp"
 
-#include "messages/events.hpp"
 #include "messages/ids.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/order_rows.hpp"
+#include <eventforge/messages/events.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -55,7 +55,9 @@ void prepare(pqxx::connection& c) {
     INSERT INTO outbox (event_id, order_id, shard, event_type, payload,
                         headers)
     SELECT $2, c.id, $3, $4,
-           jsonb_build_object('order_id', c.id, 'customer_id', c.customer_id,
+           jsonb_build_object('schema_version', )sql" +
+                              std::to_string(payload_schema_version) + R"sql(,
+                              'order_id', c.id, 'customer_id', c.customer_id,
                               'total_cents', c.total_cents), $5::jsonb
     FROM cancelled c RETURNING 1)sql");
   c.prepare("order_exists", "SELECT 1 FROM orders WHERE id = $1");

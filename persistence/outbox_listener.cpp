@@ -1,7 +1,7 @@
 #include "persistence/outbox_listener.hpp"
 
-#include "config/logging.hpp"
 #include "persistence/connection.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 #include "persistence/recovery_journal.hpp"
 
-#include "config/logging.hpp"
 #include "persistence/connection.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <vector>
 

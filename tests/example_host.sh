@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Installs EventForge from BUILD_DIR into a fresh prefix, builds
-# examples/host_app against the installed package (find_package), and runs
-# it twice on the embedded defaults: plainly, then with crash points firing
-# in the relays and consumers. Each run checks its own consumer's table and
-# EventForge's verifier and exits non-zero on any difference.
+# Installs EventForge from BUILD_DIR into a fresh prefix and checks what a
+# host gets: only <prefix>/include/eventforge/ (no EventForge folder at the
+# top of its include path), a package that searches for nothing but what the
+# public headers need, and headers that compile in a host whose own config/,
+# app/ and persistence/ folders are on its include path, at -std=c++17 and
+# at the compiler's default. Then builds examples/host_app against the
+# package (find_package ... COMPONENTS core) and runs it twice on the
+# embedded defaults: plainly, then with crash points firing in the relays
+# and consumers. Each run checks its own consumer's table and EventForge's
+# verifier and exits non-zero on any difference.
 # Usage: tests/example_host.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build_dir=$1
@@ -15,9 +20,67 @@ trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+prefix=$work/prefix
+
+echo "== the installed headers"
+top=$(cd "$prefix/include" && ls)
+if [ "$top" != "eventforge" ]; then
+  echo "FAIL: <prefix>/include holds more than eventforge/: $top" >&2
+  exit 1
+fi
+if grep -rqE '#include "' "$prefix/include"; then
+  echo "FAIL: an installed header includes a file by a quoted path:" >&2
+  grep -rnE '#include "' "$prefix/include" >&2
+  exit 1
+fi
+echo "== the package searches only for what the public headers need"
+# (comment lines aside)
+named=$(grep -rniE 'boost|httplib|cli11|prometheus|rdkafka' \
+  "$prefix/lib/cmake/eventforge" | grep -vE '^[^:]+:[0-9]+:[[:space:]]*#' || true)
+if [ -n "$named" ]; then
+  echo "FAIL: the package names a dependency a host does not need:" >&2
+  echo "$named" >&2
+  exit 1
+fi
+
+echo "== a host with its own config/, app/ and persistence/ folders"
+shadow=$work/shadow
+mkdir -p "$shadow/config" "$shadow/app/embedded" "$shadow/persistence" "$shadow/messages"
+for h in config/settings.hpp config/options.hpp app/embedded/runtime.hpp \
+         persistence/invariant_queries.hpp messages/events.hpp; do
+  echo '#error "the host'"'"'s own header was pulled into EventForge'"'"'s"' >"$shadow/$h"
+done
+cat >"$shadow/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.22)
+project(shadow_host LANGUAGES CXX)
+find_package(eventforge 1.0 CONFIG REQUIRED COMPONENTS core)
+add_executable(shadow_default main.cpp)
+add_executable(shadow_17 main.cpp)
+set_target_properties(shadow_17 PROPERTIES CXX_STANDARD 17 CXX_EXTENSIONS OFF)
+foreach(t shadow_default shadow_17)
+  target_include_directories(${t} BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_compile_options(${t} PRIVATE -Wall -Wextra -Werror)
+  target_link_libraries(${t} PRIVATE eventforge::core)
+endforeach()
+CMAKE
+cat >"$shadow/main.cpp" <<'CPP'
+#include <eventforge/eventforge.hpp>
+#include <iostream>
+int main() { std::cout << "eventforge " << ef::version() << "\n"; }
+CPP
+# Boost, CLI11, prometheus-cpp and cpp-httplib made unfindable: core needs
+# none of them.
+cmake -S "$shadow" -B "$work/shadow-build" -DCMAKE_PREFIX_PATH="$prefix" --no-warn-unused-cli \
+  -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
+  -DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON >/dev/null
+cmake --build "$work/shadow-build" -j "$(nproc)"
+LD_LIBRARY_PATH="$prefix/lib" "$work/shadow-build/shadow_17"
+LD_LIBRARY_PATH="$prefix/lib" "$work/shadow-build/shadow_default"
+
 cmake -S "$source_dir/examples/host_app" -B "$work/build" \
-  -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$work/build" -j "$(nproc)"
+echo "== host_app: $(stat -c %s "$work/build/host_app") bytes, libeventforge-core: $(stat -L -c %s "$prefix"/lib/libeventforge-core.so) bytes"
 
 ini="$source_dir/examples/host_app/host_app.ini"
 run() {

@@ -1,8 +1,12 @@
-#include "app/embedded/runtime.hpp"
+#include <eventforge/embedded/runtime.hpp>
 
-#include "config/logging.hpp"
-#include "config/options.hpp"
+#include "app/embedded/topics.hpp"
+#include "kafka/embedded_broker.hpp"
+#include "persistence/embedded_postgres.hpp"
+
 #include "persistence/dsn.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/config/options.hpp>
 
 namespace ef::app {
 

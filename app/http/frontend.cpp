@@ -1,4 +1,4 @@
-#include "app/http/frontend.hpp"
+#include <eventforge/http/frontend.hpp>
 
 #include "actors/order_validation.hpp"
 #include "app/http/order_request.hpp"
@@ -7,16 +7,16 @@
 #include "app/page/ops_view.hpp"
 #include "app/page/recovery_view.hpp"
 #include "app/page/scenarios.hpp"
-#include "config/logging.hpp"
-#include "config/options.hpp"
 #include "kafka/offsets.hpp"
-#include "messages/api_error.hpp"
-#include "messages/dlq_messages.hpp"
 #include "messages/ids.hpp"
-#include "messages/order_messages.hpp"
 #include "messages/text.hpp"
 #include "persistence/dsn.hpp"
 #include "persistence/ops_queries.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/config/options.hpp>
+#include <eventforge/messages/api_error.hpp>
+#include <eventforge/messages/dlq_messages.hpp>
+#include <eventforge/messages/order_messages.hpp>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>

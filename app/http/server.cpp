@@ -1,6 +1,6 @@
 #include "app/http/server.hpp"
 
-#include "config/logging.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>

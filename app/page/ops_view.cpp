@@ -1,5 +1,5 @@
 #include "app/page/ops_view.hpp"
-#include "messages/dlq_messages.hpp"
+#include <eventforge/messages/dlq_messages.hpp>
 
 #include "kafka/offsets.hpp"
 

@@ -1,9 +1,9 @@
 #pragma once
 
 #include "actors/gauge_sampler.hpp"
-#include "config/settings.hpp"
 #include "persistence/ops_queries.hpp"
 #include "persistence/repair_store.hpp"
+#include <eventforge/config/settings.hpp>
 
 #include <map>
 #include <string>

@@ -2,7 +2,7 @@
 
 #include "actors/gauge_sampler.hpp"
 #include "app/page/stage_view.hpp"
-#include "messages/dlq_messages.hpp"
+#include <eventforge/messages/dlq_messages.hpp>
 
 #include "kafka/offsets.hpp"
 #include "messages/ids.hpp"

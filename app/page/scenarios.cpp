@@ -1,12 +1,12 @@
 #include "app/page/scenarios.hpp"
 
-#include "config/logging.hpp"
 #include "kafka/offsets.hpp"
-#include "messages/api_error.hpp"
-#include "messages/atoms.hpp"
-#include "messages/dlq_messages.hpp"
-#include "messages/order_messages.hpp"
 #include "persistence/dlq_store.hpp"
+#include <eventforge/config/logging.hpp>
+#include <eventforge/messages/api_error.hpp>
+#include <eventforge/messages/atoms.hpp>
+#include <eventforge/messages/dlq_messages.hpp>
+#include <eventforge/messages/order_messages.hpp>
 
 #include <random>
 #include <thread>

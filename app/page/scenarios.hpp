@@ -1,9 +1,9 @@
 #pragma once
 
 #include "actors/chaos.hpp"
-#include "config/settings.hpp"
-#include "messages/interfaces.hpp"
 #include "persistence/recovery_journal.hpp"
+#include <eventforge/config/settings.hpp>
+#include <eventforge/messages/interfaces.hpp>
 
 #include <caf/all.hpp>
 

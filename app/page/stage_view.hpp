@@ -1,6 +1,6 @@
 #pragma once
 
-#include "actors/telemetry.hpp"
+#include <eventforge/actors/telemetry.hpp>
 
 #include <optional>
 

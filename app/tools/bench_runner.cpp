@@ -1,18 +1,18 @@
 #include "app/tools/bench_runner.hpp"
 
-#include "actors/applied.hpp"
-#include "app/embedded/runtime.hpp"
 #include "app/tools/pipeline_host.hpp"
-#include "app/tools/verifier.hpp"
 #include "bench/cost.hpp"
 #include "bench/e2e_latency.hpp"
 #include "bench/http_load.hpp"
 #include "bench/pgbench.hpp"
 #include "bench/sql_baselines.hpp"
-#include "config/logging.hpp"
 #include "persistence/backlog_writer.hpp"
 #include "persistence/invariant_queries.hpp"
 #include "persistence/migrations.hpp"
+#include <eventforge/actors/applied.hpp>
+#include <eventforge/config/logging.hpp>
+#include <eventforge/embedded/runtime.hpp>
+#include <eventforge/embedded/verifier.hpp>
 
 #include <nlohmann/json.hpp>
 #include <sys/utsname.h>

@@ -1,19 +1,19 @@
 #include "app/tools/chaos_runner.hpp"
 
-#include "actors/applied.hpp"
-#include "actors/eventforge.hpp"
-#include "app/embedded/runtime.hpp"
-#include "app/http/frontend.hpp"
 #include "app/tools/pipeline_host.hpp"
-#include "app/tools/verifier.hpp"
-#include "config/logging.hpp"
 #include "kafka/offsets.hpp"
-#include "messages/atoms.hpp"
 #include "messages/ids.hpp"
 #include "persistence/backlog_writer.hpp"
 #include "persistence/invariant_queries.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/repair_store.hpp"
+#include <eventforge/actors/applied.hpp>
+#include <eventforge/actors/eventforge.hpp>
+#include <eventforge/config/logging.hpp>
+#include <eventforge/embedded/runtime.hpp>
+#include <eventforge/embedded/verifier.hpp>
+#include <eventforge/http/frontend.hpp>
+#include <eventforge/messages/atoms.hpp>
 
 #include <caf/all.hpp>
 #include <httplib.h>

@@ -1,7 +1,7 @@
 #include "app/tools/pipeline_host.hpp"
 
-#include "config/logging.hpp"
 #include "persistence/invariant_queries.hpp"
+#include <eventforge/config/logging.hpp>
 
 #include <chrono>
 #include <cstring>

@@ -1,10 +1,10 @@
 #pragma once
 
 #include "actors/chaos.hpp"
-#include "actors/eventforge.hpp"
-#include "actors/telemetry.hpp"
-#include "app/http/frontend.hpp"
-#include "config/settings.hpp"
+#include <eventforge/actors/eventforge.hpp>
+#include <eventforge/actors/telemetry.hpp>
+#include <eventforge/config/settings.hpp>
+#include <eventforge/http/frontend.hpp>
 
 #include <caf/all.hpp>
 

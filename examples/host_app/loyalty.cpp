@@ -10,10 +10,16 @@ class loyalty_transaction : public ef::consumer_transaction {
 public:
   explicit loyalty_transaction(pqxx::transaction_base& tx) : tx_(tx) {}
 
+  // From the order's lines, as EventForge read them: no SQL on its tables.
   ef::effect apply(const ef::order_event&, ef::order_state& order) override {
-    auto points = order.total_cents / 100;
+    std::int64_t cents = 0, units = 0;
+    for (auto& line : order.lines) {
+      cents += line.qty * line.price_cents;
+      units += line.qty;
+    }
+    auto points = cents / 100;
     earned_[order.customer_id] += points;
-    return {"points_earned", points};
+    return {"points_earned", points, units};
   }
 
   // One statement per customer, in customer order (sorted map), so that
@@ -45,8 +51,10 @@ public:
             " updated_at timestamptz NOT NULL DEFAULT now())"};
   }
 
-  void prepare(pqxx::connection& c) const override {
-    c.prepare("loyalty.credit",
+  // Named "loyalty.credit" on the connection: EventForge puts the
+  // consumer's name in front, so no name can collide with its own.
+  void prepare(ef::statements& s) const override {
+    s.prepare("credit",
               "INSERT INTO loyalty_points (customer_id, points) "
               "VALUES ($1, $2) ON CONFLICT (customer_id) DO UPDATE SET "
               "points = loyalty_points.points + EXCLUDED.points, "

@@ -7,8 +7,8 @@
 // a drain answered once nothing is in flight.
 
 #include "actors/group_member.hpp"
-#include "messages/atoms.hpp"
 #include "tests/support/actor_fixture.hpp"
+#include <eventforge/messages/atoms.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -5,8 +5,8 @@
 
 #include "actors/crash_log.hpp"
 #include "actors/supervisor.hpp"
-#include "messages/atoms.hpp"
 #include "tests/support/actor_fixture.hpp"
+#include <eventforge/messages/atoms.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -3,7 +3,7 @@
 // rejected for its own reason (tests/CMakeLists.txt matches the compiler's
 // message), so the test cannot pass on an unrelated error.
 
-#include "messages/interfaces.hpp"
+#include <eventforge/messages/interfaces.hpp>
 
 #include <caf/all.hpp>
 

@@ -1,8 +1,8 @@
 // Chaos at two levels: `eventforge chaos` (crash points inside one process)
 // and whole processes SIGKILLed while another keeps working.
 
-#include "app/tools/verifier.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/embedded/verifier.hpp>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -2,15 +2,15 @@
 // transaction, each behind its own idempotency mark; any failure falls back
 // to one record per transaction, so a poison record is still isolated.
 
-#include "config/options.hpp"
 #include "consumers/event_applier.hpp"
 #include "kafka/embedded_broker.hpp"
 #include "kafka/offsets.hpp"
-#include "messages/events.hpp"
 #include "messages/ids.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/order_store.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/config/options.hpp>
+#include <eventforge/messages/events.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -1,12 +1,13 @@
 // Retries, the dead-letter queue and ID-preserving replay, on real
 // PostgreSQL and the Kafka protocol. One partition, so order is observable.
 
-#include "app/tools/verifier.hpp"
-#include "config/options.hpp"
+#include "kafka/event_record.hpp"
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "messages/ids.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/config/options.hpp>
+#include <eventforge/embedded/verifier.hpp>
 
 #include <catch2/catch.hpp>
 #include <httplib.h>
@@ -64,14 +65,18 @@ struct dlq_fixture {
   int count(const std::string& sql) { return db.scalar<int>(sql); }
 
   void settle() {
+    // Nothing unsent first, then the log ends: read the other way round,
+    // a row published between the two readings is on neither.
     REQUIRE(test::wait_until([&] {
+      if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS "
+                         "NULL") != 0)
+        return false;
       auto ends = kafka::log_end_offsets(brokers(), cfg.kafka.topic, 1);
       for (auto c : {"billing", "fulfillment"})
         if (kafka::committed_offsets(brokers(), std::string("eventforge.") + c,
                                      cfg.kafka.topic, 1) != ends)
           return false;
-      return db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS "
-                            "NULL") == 0;
+      return true;
     }));
   }
 
@@ -150,6 +155,42 @@ TEST_CASE("malformed_record_is_parked_at_once_with_all_headers_and_the_"
     CHECK((header(r, "dlq.consumer") == "billing" ||
            header(r, "dlq.consumer") == "fulfillment"));
   }
+}
+
+TEST_CASE("an_event_whose_payload_schema_version_is_newer_than_known_is_"
+          "parked_naming_the_version_and_applies_nothing") {
+  dlq_fixture f;
+  auto order = f.place("versioned");
+  f.settle();
+  // A cancellation from a newer EventForge: same order, a payload version
+  // this one does not know.
+  order_event ev;
+  ev.event_id = new_uuid_v7();
+  ev.event_type = order_cancelled_type;
+  ev.order_id = order;
+  ev.occurred_at = "2026-12-05T00:00:00Z";
+  ev.payload = nlohmann::json{
+    {"schema_version", payload_schema_version + 1},
+    {"order_id", order},
+    {"customer_id", "versioned"},
+    {"total_cents",
+     1000}}.dump();
+  f.produce_raw(order, kafka::encode_value(ev));
+  auto after = f.place("after-versioned");
+  f.settle();
+  // Parked by both consumers at the first attempt, naming the version.
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE event_id = '" +
+                ev.event_id +
+                "' AND error_class = 'db_permanent' AND attempts = 1 AND "
+                "status = 'parked' AND error_message LIKE "
+                "'%schema_version 2%'") == 2);
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE event_id = '" +
+                ev.event_id + "'") == 0);
+  CHECK(f.count("SELECT count(*) FROM orders WHERE id = '" + order +
+                "' AND status <> 'cancelled'") == 1);
+  // The partition went on: the next order was applied by both.
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
+                after + "'") == 2);
 }
 
 TEST_CASE("transient_failures_are_retried_inline_and_exhaustion_parks_after_"

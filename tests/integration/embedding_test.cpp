@@ -1,13 +1,13 @@
 // EventForge embedded in another CAF application: the host's own actors talk
 // to the tree through the handle ef::start() returns.
 
-#include "actors/applied.hpp"
 #include "actors/order_validation.hpp"
-#include "config/logging.hpp"
-#include "messages/api_error.hpp"
-#include "messages/interfaces.hpp"
 #include "persistence/order_store.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/actors/applied.hpp>
+#include <eventforge/config/logging.hpp>
+#include <eventforge/messages/api_error.hpp>
+#include <eventforge/messages/interfaces.hpp>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -2,9 +2,9 @@
 // point fires (a real actor failure), the supervisor restarts the actor, and
 // the durable outcome is checked from rows and committed offsets.
 
-#include "app/tools/verifier.hpp"
 #include "kafka/offsets.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/embedded/verifier.hpp>
 
 #include <catch2/catch.hpp>
 

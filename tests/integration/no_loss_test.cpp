@@ -2,7 +2,6 @@
 // restart on the embedded defaults (a new, empty in-process broker) and a log
 // trimmed under running consumers. The outbox is the source of truth.
 
-#include "app/tools/verifier.hpp"
 #include "kafka/broker_probe.hpp"
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"
@@ -12,6 +11,7 @@
 #include "persistence/outbox_store.hpp"
 #include "persistence/repair_store.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/embedded/verifier.hpp>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

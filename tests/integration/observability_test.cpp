@@ -1,11 +1,11 @@
 // Metrics an operator relies on, checked against durable state and against
 // Prometheus' own validator.
 
-#include "config/options.hpp"
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "persistence/dlq_store.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/config/options.hpp>
 
 #include <catch2/catch.hpp>
 #include <httplib.h>

@@ -2,9 +2,9 @@
 // table (its own migration), handling one event type, run beside the
 // built-in consumers through crashes and redeliveries.
 
-#include "app/tools/verifier.hpp"
-#include "consumers/consumer_registry.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/consumers/consumer_registry.hpp>
+#include <eventforge/embedded/verifier.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -20,10 +20,16 @@ class points_transaction : public consumer_transaction {
 public:
   explicit points_transaction(pqxx::transaction_base& tx) : tx_(tx) {}
 
+  // From the lines EventForge hands over, not from its tables.
   effect apply(const order_event&, order_state& o) override {
-    auto points = o.total_cents / 100;
+    std::int64_t cents = 0, units = 0;
+    for (auto& line : o.lines) {
+      cents += line.qty * line.price_cents;
+      units += line.qty;
+    }
+    auto points = cents / 100;
     earned_[o.customer_id] += points;
-    return {"points", points};
+    return {"points", points, units};
   }
 
   void finish() override {
@@ -46,8 +52,8 @@ public:
     return {"CREATE TABLE test_points (customer_id text PRIMARY KEY, "
             "points bigint NOT NULL)"};
   }
-  void prepare(pqxx::connection& c) const override {
-    c.prepare("points.earn",
+  void prepare(statements& s) const override {
+    s.prepare("earn", // "points.earn"
               "INSERT INTO test_points VALUES ($1, $2) ON CONFLICT "
               "(customer_id) DO UPDATE SET points = test_points.points + $2");
   }
@@ -114,6 +120,19 @@ TEST_CASE("a_host_consumer_with_its_own_table_applies_each_event_once_"
           "test_points got USING (customer_id) WHERE got.points IS DISTINCT "
           "FROM want.points") == 0);
   CHECK(db.scalar<int>("SELECT count(*) FROM test_points") == 4);
+  // The units it counted from the lines it was given are the lines the API
+  // wrote; so are the built-in fulfillment's.
+  for (auto [consumer, kind] :
+       {std::pair{"points", "points"}, std::pair{"fulfillment", "fulfilled"}}) {
+    INFO(consumer);
+    CHECK(db.scalar<int>(
+            std::string("SELECT count(*) FROM (SELECT order_id, sum(qty) AS "
+                        "units FROM order_items GROUP BY order_id) want JOIN "
+                        "business_effects got USING (order_id) WHERE "
+                        "got.consumer = '") +
+            consumer + "' AND got.kind = '" + kind +
+            "' AND got.quantity = want.units") == orders);
+  }
   // Crashes happened, so redeliveries did.
   CHECK(db.scalar<int>("SELECT count(*) FROM recovery_journal WHERE kind = "
                        "'crash' AND consumer = 'points'") > 0);

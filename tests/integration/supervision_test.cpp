@@ -2,8 +2,8 @@
 // state only: unsent outbox rows; the partition's committed offset.
 
 #include "kafka/offsets.hpp"
-#include "messages/atoms.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/messages/atoms.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -1,12 +1,12 @@
 // The verifier must be able to fail: corrupt durable state on purpose and
 // see each invariant violation reported with the IDs involved.
 
-#include "app/tools/verifier.hpp"
 #include "kafka/event_record.hpp"
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "messages/ids.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/embedded/verifier.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -3,13 +3,16 @@
 #   1. the tree as it is passes;
 #   2. one persistence file that includes an actor header fails, naming the
 #      file, the line and what persistence/ may include;
-#   3. so does a persistence file that includes a consumer header.
-#   cmake -DROOT=<source dir> -DWORK=<scratch dir> "-DRULES=..." -P this
+#   3. so does a persistence file that includes a consumer's public header;
+#   4. a public header that includes an internal header fails, naming it.
+#   cmake -DROOT=<source dir> -DWORK=<scratch dir> "-DRULES=..."
+#         "-DPUBLIC_DIRS=..." -P this
 cmake_minimum_required(VERSION 3.22)
 
 function(run_check root expect_ok what)
   execute_process(
-    COMMAND ${CMAKE_COMMAND} -DROOT=${root} "-DRULES=${RULES}" -P
+    COMMAND ${CMAKE_COMMAND} -DROOT=${root} "-DRULES=${RULES}"
+            "-DPUBLIC_DIRS=${PUBLIC_DIRS}" -P
             ${ROOT}/cmake/check_layers.cmake
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(expect_ok AND NOT rc EQUAL 0)
@@ -22,17 +25,20 @@ function(run_check root expect_ok what)
 endfunction()
 
 file(REMOVE_RECURSE "${WORK}")
-foreach(dir messages config persistence kafka consumers actors bench app)
+foreach(dir messages config persistence kafka consumers actors bench app
+    include)
   file(COPY "${ROOT}/${dir}" DESTINATION "${WORK}")
 endforeach()
 run_check("${WORK}" TRUE "the tree as it is")
 
-foreach(header "actors/supervisor.hpp" "consumers/consumer.hpp")
+foreach(header "\"actors/supervisor.hpp\""
+               "<eventforge/consumers/consumer.hpp>")
   file(READ "${ROOT}/persistence/order_store.cpp" original)
   file(WRITE "${WORK}/persistence/order_store.cpp"
-       "#include \"${header}\"\n${original}")
+       "#include ${header}\n${original}")
   run_check("${WORK}" FALSE "persistence including ${header}")
-  set(expected "persistence/order_store.cpp:1 includes \"${header}\"")
+  string(REGEX REPLACE "^[<\"]|[>\"]$" "" path "${header}")
+  set(expected "persistence/order_store.cpp:1 includes \"${path}\"")
   string(FIND "${check_output}" "${expected}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "the check did not name the file and line "
@@ -45,4 +51,16 @@ foreach(header "actors/supervisor.hpp" "consumers/consumer.hpp")
   endif()
   file(WRITE "${WORK}/persistence/order_store.cpp" "${original}")
 endforeach()
-message(STATUS "the layer check passes the tree and refuses both includes")
+
+set(public "include/eventforge/config/settings.hpp")
+file(READ "${ROOT}/${public}" original)
+file(WRITE "${WORK}/${public}" "#include \"config/backoff.hpp\"\n${original}")
+run_check("${WORK}" FALSE "a public header including an internal one")
+string(FIND "${check_output}"
+       "${public}:1 includes \"config/backoff.hpp\", an internal header" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the check did not name the public header that "
+                      "includes an internal one:\n${check_output}")
+endif()
+file(WRITE "${WORK}/${public}" "${original}")
+message(STATUS "the layer check passes the tree and refuses all three")

@@ -7,7 +7,7 @@
 // interfaces (group_member_deps, ...).
 
 #include "actors/context.hpp"
-#include "actors/eventforge.hpp"
+#include <eventforge/actors/eventforge.hpp>
 
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>

@@ -1,9 +1,9 @@
 #include "tests/support/harness.hpp"
 
-#include "actors/applied.hpp"
 #include "app/tools/pipeline_host.hpp"
 #include "kafka/offsets.hpp"
-#include "messages/atoms.hpp"
+#include <eventforge/actors/applied.hpp>
+#include <eventforge/messages/atoms.hpp>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>

@@ -4,11 +4,11 @@
 // protocol (the in-process mock cluster), and the real tree and HTTP API.
 
 #include "actors/chaos.hpp"
-#include "actors/eventforge.hpp"
-#include "app/http/frontend.hpp"
-#include "config/settings.hpp"
 #include "kafka/embedded_broker.hpp"
 #include "persistence/embedded_postgres.hpp"
+#include <eventforge/actors/eventforge.hpp>
+#include <eventforge/config/settings.hpp>
+#include <eventforge/http/frontend.hpp>
 
 #include <caf/all.hpp>
 #include <pqxx/pqxx>

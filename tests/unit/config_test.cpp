@@ -1,8 +1,8 @@
 #include "app/cli.hpp"
-#include "config/caf_options.hpp"
-#include "config/options.hpp"
 #include "config/reference.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/config/caf_options.hpp>
+#include <eventforge/config/options.hpp>
 
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>

@@ -2,9 +2,9 @@
 // and the admin token can come from a file or the environment instead of a
 // command line that `ps` shows.
 
-#include "config/options.hpp"
 #include "persistence/dsn.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/config/options.hpp>
 
 #include <catch2/catch.hpp>
 

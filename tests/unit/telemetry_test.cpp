@@ -1,7 +1,7 @@
 // Telemetry over prometheus-cpp: a host's registry carries EventForge's
 // series beside its own, and a name clash is refused by name.
 
-#include "actors/telemetry.hpp"
+#include <eventforge/actors/telemetry.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -16,6 +16,12 @@ namespace ef {
 constexpr const char* order_created_type = "OrderCreated";
 constexpr const char* order_cancelled_type = "OrderCancelled";
 
+/// The payload layout EventForge writes ("schema_version" in every payload;
+/// docs/library.md, "Event payloads"). A payload without the field is
+/// version 1. One of a newer version is not applied: it is parked in the
+/// DLQ as permanent, to be replayed once the consumer knows it.
+constexpr int payload_schema_version = 1;
+
 /// One order event, as published to Kafka (key = order_id) and applied by
 /// consumers. `payload` is a JSON document text.
 struct order_event {

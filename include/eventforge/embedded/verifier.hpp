@@ -1,7 +1,7 @@
 #pragma once
 
-#include "config/settings.hpp"
-#include "persistence/invariant_queries.hpp"
+#include <eventforge/config/settings.hpp>
+#include <eventforge/persistence/durable_state.hpp>
 
 #include <string>
 #include <vector>

@@ -4,10 +4,10 @@
 // `eventforge_actor`: a request whose message or reply handler is not in
 // these lists does not compile (tests/compile_fail/ shows it).
 
-#include "messages/atoms.hpp"
-#include "messages/control_messages.hpp"
-#include "messages/dlq_messages.hpp"
-#include "messages/order_messages.hpp"
+#include <eventforge/messages/atoms.hpp>
+#include <eventforge/messages/control_messages.hpp>
+#include <eventforge/messages/dlq_messages.hpp>
+#include <eventforge/messages/order_messages.hpp>
 
 #include <caf/typed_actor.hpp>
 

@@ -1,4 +1,6 @@
-#include "app/tools/verifier.hpp"
+#include <eventforge/embedded/verifier.hpp>
+
+#include "persistence/invariant_queries.hpp"
 
 #include "kafka/event_record.hpp"
 #include "kafka/offsets.hpp"

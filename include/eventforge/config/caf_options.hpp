@@ -1,6 +1,6 @@
 #pragma once
 
-#include "config/options.hpp"
+#include <eventforge/config/options.hpp>
 
 #include <caf/actor_system_config.hpp>
 #include <caf/config_option_set.hpp>

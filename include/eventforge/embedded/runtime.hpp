@@ -1,11 +1,16 @@
 #pragma once
 
-#include "actors/eventforge.hpp"
-#include "config/settings.hpp"
-#include "kafka/embedded_broker.hpp"
-#include "persistence/embedded_postgres.hpp"
+#include <eventforge/actors/eventforge.hpp>
+#include <eventforge/config/settings.hpp>
 
 #include <memory>
+
+namespace ef::kafka {
+class embedded_broker;
+}
+namespace ef::persistence {
+class embedded_postgres;
+}
 
 namespace ef::app {
 
@@ -36,9 +41,5 @@ private:
   endpoints endpoints_;
   config::settings cfg_;
 };
-
-/// Topics the in-process broker creates for these settings.
-std::vector<kafka::embedded_broker::topic_spec>
-broker_topics(const config::settings& cfg);
 
 } // namespace ef::app

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "config/settings.hpp"
+#include <eventforge/config/settings.hpp>
 
 #include <functional>
 #include <map>

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "actors/eventforge.hpp"
-#include "config/settings.hpp"
+#include <eventforge/actors/eventforge.hpp>
+#include <eventforge/config/settings.hpp>
 
 #include <chrono>
 #include <string>

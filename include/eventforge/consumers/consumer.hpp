@@ -1,6 +1,7 @@
 #pragma once
 
-#include "messages/events.hpp"
+#include <eventforge/messages/events.hpp>
+#include <eventforge/messages/order_messages.hpp>
 
 #include <pqxx/pqxx>
 
@@ -19,9 +20,14 @@ namespace ef {
 struct order_state {
   std::string id;
   /// A consumer may change it; EventForge writes changed statuses back.
+  /// It is the one change to EventForge's tables a consumer makes: its own
+  /// statements write its own tables only.
   std::string status;
   std::string customer_id;
   std::int64_t total_cents = 0;
+  /// The order's lines, in the order they were placed (sku, qty,
+  /// price_cents each), as the API wrote them: no SQL on order_items needed.
+  std::vector<order_item> lines;
   /// `kind` of every business effect this consumer recorded for the order,
   /// including those of earlier events in this transaction.
   std::set<std::string> effect_kinds;
@@ -32,6 +38,29 @@ struct order_state {
 struct effect {
   std::string kind;
   std::int64_t amount_cents = 0;
+  /// Units the effect concerns (e.g. items reserved), 0 if none.
+  std::int64_t quantity = 0;
+};
+
+/// Where a consumer prepares its statements: on a partition actor's
+/// connection, under names EventForge keeps apart from its own and from
+/// other consumers' ("<consumer>.<name>").
+class statements {
+public:
+  statements(pqxx::connection& c, std::string consumer)
+      : c_(c), prefix_(std::move(consumer) + ".") {}
+
+  /// Prepares `sql` as "<consumer>.<name>" and returns that name, the one
+  /// to pass to exec_prepared in the consumer's transaction.
+  std::string prepare(const std::string& name, const std::string& sql) {
+    auto full = prefix_ + name;
+    c_.prepare(full, sql);
+    return full;
+  }
+
+private:
+  pqxx::connection& c_;
+  std::string prefix_;
 };
 
 /// A consumer's work within one of EventForge's transactions. EventForge
@@ -79,8 +108,8 @@ public:
   virtual std::vector<std::string> migrations() const { return {}; }
 
   /// Prepares the consumer's statements on a partition actor's connection
-  /// (again after a reconnect).
-  virtual void prepare(pqxx::connection&) const {}
+  /// (again after a reconnect); each is named "<name()>.<its name>".
+  virtual void prepare(statements&) const {}
 
   /// Starts the consumer's part of one transaction.
   virtual std::unique_ptr<consumer_transaction>

@@ -1,10 +1,9 @@
 #pragma once
 
-#include "actors/chaos.hpp"
-#include "actors/telemetry.hpp"
-#include "config/settings.hpp"
-#include "consumers/consumer_registry.hpp"
-#include "messages/interfaces.hpp"
+#include <eventforge/actors/telemetry.hpp>
+#include <eventforge/config/settings.hpp>
+#include <eventforge/consumers/consumer_registry.hpp>
+#include <eventforge/messages/interfaces.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -15,6 +14,10 @@
 #include <caf/all.hpp>
 
 namespace ef {
+
+// The tree's crash injector (internal to EventForge): a host passes it on,
+// or null for a new one from cfg.chaos.
+class chaos;
 
 /// Where the tree finds its database and broker: resolved addresses, never
 /// empty. Whether they are private (embedded) or external is not the tree's

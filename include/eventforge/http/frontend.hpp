@@ -1,14 +1,17 @@
 #pragma once
 
-#include "actors/chaos.hpp"
-#include "actors/eventforge.hpp"
-#include "actors/telemetry.hpp"
-#include "config/settings.hpp"
+#include <eventforge/actors/eventforge.hpp>
+#include <eventforge/actors/telemetry.hpp>
+#include <eventforge/config/settings.hpp>
 
 #include <caf/all.hpp>
 
 #include <memory>
 #include <string>
+
+namespace ef {
+class chaos;
+}
 
 namespace ef::app {
 
