@@ -4,9 +4,10 @@
 # top of its include path), a package that searches for nothing but what the
 # public headers need, and headers that compile in a host whose own config/,
 # app/ and persistence/ folders are on its include path, at -std=c++17 and
-# at the compiler's default. Then builds examples/host_app against the
-# package (find_package ... COMPONENTS core) and runs it twice on the
-# embedded defaults: plainly, then with crash points firing in the relays
+# at the compiler's default. Then builds examples/own_http (its own HTTP
+# server, eventforge::core only) and runs its self-test, and builds
+# examples/host_app against the package (find_package ... COMPONENTS core)
+# and runs it twice on the embedded defaults: plainly, then with crash points firing in the relays
 # and consumers. Each run checks its own consumer's table and EventForge's
 # verifier and exits non-zero on any difference.
 # Usage: tests/example_host.sh BUILD_DIR SOURCE_DIR
@@ -81,6 +82,19 @@ cmake -S "$source_dir/examples/host_app" -B "$work/build" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$work/build" -j "$(nproc)"
 echo "== host_app: $(stat -c %s "$work/build/host_app") bytes, libeventforge-core: $(stat -L -c %s "$prefix"/lib/libeventforge-core.so) bytes"
+
+echo "== own_http: a host with its own HTTP server, no eventforge::http"
+cmake -S "$source_dir/examples/own_http" -B "$work/own-build" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$work/own-build" -j "$(nproc)"
+if ldd "$work/own-build/own_http" | grep -q eventforge-http; then
+  echo "FAIL: own_http links libeventforge-http" >&2
+  exit 1
+fi
+mkdir -p "$work/own"
+chmod 755 "$work/own"
+(cd "$work/own" && "$work/own-build/own_http" \
+  --config-file="$source_dir/examples/own_http/own_http.ini")
 
 ini="$source_dir/examples/host_app/host_app.ini"
 run() {

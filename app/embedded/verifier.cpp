@@ -7,9 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace ef::app {
 
@@ -60,6 +62,34 @@ verification verify(const config::settings& cfg, const std::string& dsn,
       }
     }
   }
+  // Offsets follow the marks: a gap that is still closing is not yet a
+  // violation. Read them again while they move (bounded).
+  auto read_committed = [&] {
+    std::map<std::string, std::vector<std::int64_t>> now;
+    for (auto& c : consumers)
+      now[c] =
+        kafka::committed_offsets(brokers, "eventforge." + c, topic, parts);
+    return now;
+  };
+  auto lagging = [&] {
+    for (auto& c : consumers)
+      for (int p = 0; p < parts; ++p)
+        if (ends[p] > 0 && committed[c][p] < ends[p])
+          return true;
+    return false;
+  };
+  using clock = std::chrono::steady_clock;
+  auto give_up = clock::now() + std::chrono::seconds(5);
+  auto last_change = clock::now();
+  while (lagging() && clock::now() < give_up &&
+         clock::now() - last_change < std::chrono::milliseconds(500)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto now = read_committed();
+    if (now != committed) {
+      committed = std::move(now);
+      last_change = clock::now();
+    }
+  }
   for (auto& c : consumers)
     for (int p = 0; p < parts; ++p)
       if (ends[p] > 0 && committed[c][p] < ends[p])
@@ -69,6 +99,30 @@ verification verify(const config::settings& cfg, const std::string& dsn,
                                   std::to_string(committed[c][p]) +
                                   ", log end " + std::to_string(ends[p]),
                                 "", "", c});
+
+  // Did anything move while we read? Then the checks above mixed states.
+  std::ostringstream moved;
+  auto note = [&](const std::string& what, long before, long after) {
+    if (before != after)
+      moved << (moved.tellp() > 0 ? ", " : "") << what << " " << before
+            << " -> " << after;
+  };
+  auto again = persistence::read_counts(dsn);
+  note("orders", v.counts.orders, again.orders);
+  note("outbox events", v.counts.events, again.events);
+  note("unsent", v.counts.unsent, again.unsent);
+  note("marks", v.counts.marks, again.marks);
+  note("effects", v.counts.effects, again.effects);
+  auto ends_again = kafka::log_end_offsets(brokers, topic, parts);
+  for (int p = 0; p < parts; ++p)
+    if (ends[p] > 0 || ends_again[p] > 0)
+      note("log end of partition " + std::to_string(p), ends[p], ends_again[p]);
+  auto committed_again = read_committed();
+  for (auto& c : consumers)
+    for (int p = 0; p < parts; ++p)
+      note(c + "'s offset of partition " + std::to_string(p), committed[c][p],
+           committed_again[c][p]);
+  v.moving = moved.str();
   return v;
 }
 
@@ -78,10 +132,16 @@ std::string to_text(const verification& v, size_t max_listed) {
       << " (unsent " << v.counts.unsent << "), topic records " << v.records
       << " (duplicates " << v.duplicates << "), marks " << v.counts.marks
       << ", effects " << v.counts.effects << "\n";
+  if (!v.moving.empty())
+    out << "read a moving target (" << v.moving
+        << "): the result mixes states; wait until everything is applied "
+           "(ef::await_applied) and verify again\n";
   if (v.ok()) {
     out << "all invariants hold (I1-I5, drained)\n";
     return out.str();
   }
+  if (v.violations.empty())
+    return out.str();
   out << v.violations.size() << " violation(s):\n";
   for (size_t i = 0; i < v.violations.size() && i < max_listed; ++i) {
     auto& x = v.violations[i];
@@ -109,6 +169,7 @@ std::string to_json(const verification& v) {
   j["records"] = v.records;
   j["duplicate_records"] = v.duplicates;
   j["ok"] = v.ok();
+  j["moving"] = v.moving;
   j["violations"] = nlohmann::json::array();
   for (auto& x : v.violations)
     j["violations"].push_back({{"invariant", x.invariant},

@@ -6,6 +6,7 @@ namespace host {
 
 namespace {
 
+// [doc:loyalty]
 class loyalty_transaction : public ef::consumer_transaction {
 public:
   explicit loyalty_transaction(pqxx::transaction_base& tx) : tx_(tx) {}
@@ -66,6 +67,7 @@ public:
     return std::make_unique<loyalty_transaction>(tx);
   }
 };
+// [/doc:loyalty]
 
 } // namespace
 

@@ -28,6 +28,7 @@ namespace {
 using place_atom = caf::atom_constant<caf::atom("place")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 
+// [doc:host-config]
 /// The host's configuration: CAF's own sections, EventForge's (declared by
 /// one call) and the host's [host] section, all from one INI file.
 class host_config : public caf::actor_system_config {
@@ -47,6 +48,7 @@ public:
   int cancel_every = 5;
   int timeout_s = 120;
 };
+// [/doc:host-config]
 
 /// The host's actor: places and cancels orders through EventForge's typed
 /// interface. A message the interface does not declare would not compile.
@@ -85,6 +87,7 @@ T scalar(const std::string& dsn, const std::string& sql) {
 
 } // namespace
 
+// [doc:host-start]
 int main(int argc, char** argv) {
   host_config cfg;
   if (auto err = cfg.parse(argc, argv)) {
@@ -110,6 +113,7 @@ int main(int argc, char** argv) {
   ef::instance eventforge{sys, s, {consumers, nullptr}};
   const auto& where = eventforge.where();
   auto desk = sys.spawn(clerk, eventforge.root());
+  // [/doc:host-start]
   int placed = 0, cancelled = 0;
   {
     caf::scoped_actor self{sys};

@@ -6,9 +6,13 @@
 #include "kafka/outbox_producer.hpp"
 #include "messages/ids.hpp"
 #include "tests/support/harness.hpp"
+#include <eventforge/actors/applied.hpp>
 #include <eventforge/embedded/verifier.hpp>
 
 #include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
 
 using namespace ef;
 
@@ -100,4 +104,40 @@ TEST_CASE("verifier_reports_duplicate_effects_missing_outbox_rows_and_"
                        (x.invariant == "drain" && x.consumer == "fulfillment");
   CHECK(fulfillment_lags);
   CHECK_FALSE(ahead.ok());
+}
+
+TEST_CASE("verify_under_load_says_it_read_a_moving_target_and_after_await_"
+          "applied_reads_one_state") {
+  test::database db;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  auto brokers = broker.bootstrap_servers();
+  test::tree t(cfg, {db.dsn(), brokers});
+  // Orders keep coming while verify reads.
+  std::atomic<bool> placing{true};
+  std::atomic<int> placed{0};
+  std::thread client([&] {
+    while (placing)
+      if (test::post_json(t.url(), "/orders", test::order_body("m", 1, 100))
+            .first == 201)
+        ++placed;
+  });
+  REQUIRE(test::wait_until([&] { return placed > 5; }));
+  app::verification during;
+  for (int i = 0; i < 5 && during.moving.empty(); ++i)
+    during = app::verify(cfg, db.dsn(), brokers);
+  placing = false;
+  client.join();
+  INFO(app::to_text(during));
+  CHECK_FALSE(during.moving.empty());
+  CHECK_FALSE(during.ok());
+  CHECK(app::to_text(during).find("read a moving target") != std::string::npos);
+  // Settled: one state, every invariant holds.
+  REQUIRE(ef::await_applied(cfg, {db.dsn(), brokers}, std::chrono::seconds(60))
+            .applied);
+  auto after = app::verify(cfg, db.dsn(), brokers);
+  INFO(app::to_text(after));
+  CHECK(after.moving.empty());
+  CHECK(after.ok());
+  CHECK(after.counts.orders == placed);
 }

@@ -15,11 +15,21 @@ struct verification {
   long records = 0;    ///< records in the topic (duplicates included)
   long duplicates = 0; ///< records whose event ID appeared before
   std::vector<persistence::violation> violations;
-  bool ok() const { return violations.empty(); }
+  /// What changed while the verifier read (row counts, log ends, committed
+  /// offsets), e.g. "orders 40 -> 41"; empty if nothing did. A result read
+  /// from a moving target describes no single state: not ok.
+  std::string moving;
+  bool ok() const { return violations.empty() && moving.empty(); }
 };
 
 /// Checks I1-I5 (brief, section 1) and that every consumer group committed
-/// up to the log end. Throws on infrastructure errors.
+/// up to the log end. Offsets are committed after the marks, so right
+/// after the last mark they can lag: while they still move, it waits for
+/// them (at most 5 s, or until they stand still for half a second) before
+/// it calls a gap a "drain" violation. Then it reads the counts, the log
+/// ends and the offsets again and reports any change in `moving`. Call
+/// ef::await_applied first to verify a settled state. Throws on
+/// infrastructure errors.
 verification verify(const config::settings& cfg, const std::string& dsn,
                     const std::string& brokers);
 
