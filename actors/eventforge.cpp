@@ -17,6 +17,7 @@
 #include <eventforge/messages/api_error.hpp>
 #include <eventforge/messages/atoms.hpp>
 
+#include <atomic>
 #include <map>
 #include <stdexcept>
 
@@ -226,6 +227,14 @@ enabled_consumers(const config::settings& cfg,
 
 } // namespace
 
+namespace {
+
+/// Trees started and not yet terminated (their root's exit): what a runtime
+/// about to stop its services under a running tree checks.
+std::atomic<std::size_t> trees_running{0};
+
+} // namespace
+
 eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
                        const endpoints& ep, std::shared_ptr<telemetry> metrics,
                        std::shared_ptr<chaos> faults,
@@ -323,8 +332,15 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
   // The root's behaviour is the generic supervisor's; the routes given to
   // its children above are what makes it answer eventforge_actor's
   // messages (tests/integration/embedding_test.cpp asks each of them).
-  return caf::actor_cast<eventforge_actor>(sys.spawn(
-    supervisor, std::string{"root"}, std::move(top), context_ptr{ctx}));
+  auto root = sys.spawn(supervisor, std::string{"root"}, std::move(top),
+                        context_ptr{ctx});
+  ++trees_running;
+  root->attach_functor([] { --trees_running; });
+  return caf::actor_cast<eventforge_actor>(root);
+}
+
+std::size_t running_trees() {
+  return trees_running.load();
 }
 
 } // namespace ef

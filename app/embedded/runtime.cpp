@@ -58,6 +58,18 @@ void runtime::restart_broker() {
 }
 
 runtime::~runtime() {
+  // The wrong order, said before it costs a hang: the tree's actors keep
+  // using the services, and ~actor_system waits for them.
+  if ((broker_ || pg_) && running_trees() > 0)
+    ef::log::error(
+      "stopping the private {} while {} EventForge tree(s) still run: stop "
+      "the tree first (ef::stop before the runtime and the actor system go, "
+      "or let ef::instance own both); the actor system's destructor waits "
+      "for a running tree forever",
+      pg_ && broker_ ? "PostgreSQL and broker"
+      : pg_          ? "PostgreSQL"
+                     : "broker",
+      running_trees());
   broker_.reset();
   pg_.reset();
 }

@@ -6,6 +6,7 @@
 #include "tests/support/harness.hpp"
 #include <eventforge/actors/applied.hpp>
 #include <eventforge/config/logging.hpp>
+#include <eventforge/embedded/instance.hpp>
 #include <eventforge/messages/api_error.hpp>
 #include <eventforge/messages/interfaces.hpp>
 
@@ -274,4 +275,48 @@ TEST_CASE("a_hosts_log_settings_govern_eventforges_lines_only_and_json_comes_"
   }
   CHECK(info_lines > 0);
   ef::log::use(nullptr); // back to a logger made from the default one
+}
+
+TEST_CASE("an_instance_stops_its_tree_before_its_services_and_a_runtime_"
+          "stopped_under_a_running_tree_says_so") {
+  test::temp_dir dir;
+  auto cfg = test::test_settings();
+  // The embedded defaults: a private cluster and an in-process broker.
+  cfg.database.url.clear();
+  cfg.kafka.brokers.clear();
+  cfg.database.data_dir = dir.path + "/pg";
+  cfg.database.durable = false;
+  std::ostringstream lines;
+  ef::log::use(std::make_shared<spdlog::logger>(
+    ef::log::logger_name,
+    std::make_shared<spdlog::sinks::ostream_sink_mt>(lines)));
+  caf::actor_system_config caf_cfg;
+  ef::configure_actor_system(caf_cfg);
+  caf::actor_system sys{caf_cfg};
+  auto before = running_trees();
+  std::string dsn;
+  {
+    ef::instance eventforge{sys, cfg};
+    dsn = eventforge.where().database_dsn;
+    CHECK(running_trees() == before + 1);
+    caf::scoped_actor self{sys};
+    self
+      ->request(eventforge.root(), 30s,
+                create_order{"inst", {{"sku", 2, 300}}, "", "", ""})
+      .receive([](const order_accepted&) {},
+               [&](const caf::error& e) { FAIL(sys.render(e)); });
+    REQUIRE(await_applied(cfg, eventforge.where(), 60s).applied);
+  } // ~instance: drain, stop the tree, then the services
+  CHECK(running_trees() == before);
+  CHECK(lines.str().find("still run") == std::string::npos);
+
+  // The parts in the wrong order: the services go while the tree runs.
+  auto services = std::make_unique<app::runtime>(cfg);
+  auto root = ef::start(sys, cfg, services->where());
+  services.reset();
+  CHECK(lines.str().find("while 1 EventForge tree(s) still run: stop the "
+                         "tree first") != std::string::npos);
+  CHECK(ef::stop(sys, root, 60s));
+  CHECK(running_trees() == before);
+  ef::log::use(nullptr);
 }

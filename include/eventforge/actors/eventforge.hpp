@@ -55,6 +55,12 @@ start(caf::actor_system& sys, const config::settings& cfg, const endpoints& ep,
       std::shared_ptr<chaos> faults = nullptr,
       std::shared_ptr<const consumer_registry> consumers = nullptr);
 
+/// How many trees ef::start started in this process whose root has not
+/// terminated yet. Stop each before its actor system is destroyed: the
+/// system's destructor waits for every actor, so a running tree makes it
+/// wait forever (ef::instance does it for the host).
+std::size_t running_trees();
+
 /// The tree's counters (telemetry series -> value), asked from its root;
 /// empty if the root does not answer within 10 s.
 counter_map counters(caf::actor_system& sys, const eventforge_actor& root);
