@@ -11,7 +11,7 @@ std::string trace_id_of(const std::string& traceparent) {
 void hop(const char* name, const std::string& order_id,
          const std::string& event_id, const std::string& traceparent,
          const fields& extra) {
-  if (!log::logger()->should_log(spdlog::level::debug))
+  if (!log::line_logger().should_log(spdlog::level::debug))
     return;
   std::string line;
   auto trace = trace_id_of(traceparent);

@@ -45,7 +45,7 @@ public:
 
   /// A record of `d.partition` was done; its hop waits for the commit.
   void done(const record_done& d) {
-    if (ef::log::logger()->should_log(spdlog::level::debug))
+    if (ef::log::line_logger().should_log(spdlog::level::debug))
       waiting_[d.partition].push_back(d);
   }
 

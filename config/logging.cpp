@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 namespace ef::log {
 
@@ -13,6 +14,12 @@ namespace {
 
 std::mutex mtx;
 std::shared_ptr<spdlog::logger> current; ///< guarded by mtx
+/// Loggers use() replaced, kept alive (guarded by mtx): a line being
+/// written through `fast` when it is replaced still finishes. Replacements
+/// are rare (a host's start-up, tests), so this stays small.
+std::vector<std::shared_ptr<spdlog::logger>> retired;
+/// current.get(), for lines: no lock and no reference count per line.
+std::atomic<spdlog::logger*> fast{nullptr};
 std::atomic<bool> json_on{false};
 
 /// Marks a message that already is a JSON member list (debug_members).
@@ -91,8 +98,15 @@ std::shared_ptr<spdlog::logger> logger() {
                                                  sinks.end());
       spdlog::initialize_logger(current); // registry's pattern and level
     }
+    fast.store(current.get(), std::memory_order_release);
   }
   return current;
+}
+
+spdlog::logger& line_logger() {
+  if (auto* l = fast.load(std::memory_order_acquire))
+    return *l;
+  return *logger();
 }
 
 void use(std::shared_ptr<spdlog::logger> replacement) {
@@ -100,7 +114,10 @@ void use(std::shared_ptr<spdlog::logger> replacement) {
   spdlog::drop(logger_name);
   if (replacement && replacement->name() == logger_name)
     spdlog::register_logger(replacement);
+  if (current)
+    retired.push_back(current);
   current = std::move(replacement);
+  fast.store(current.get(), std::memory_order_release); // null: made anew
 }
 
 void apply(const config::settings& cfg) {

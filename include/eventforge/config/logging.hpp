@@ -23,6 +23,11 @@ inline constexpr const char* logger_name = "eventforge";
 /// registered under logger_name (spdlog::get finds it).
 std::shared_ptr<spdlog::logger> logger();
 
+/// The same logger for writing one line: no lock and no reference count, so
+/// a line below the level costs a load and a compare. What the wrappers
+/// below use.
+spdlog::logger& line_logger();
+
 /// Replaces EventForge's logger from now on (registered under
 /// logger_name; a logger of that name already registered is dropped).
 void use(std::shared_ptr<spdlog::logger> replacement);
@@ -46,33 +51,33 @@ void debug_members(const std::string& members);
 
 template <class... Args>
 void trace(spdlog::format_string_t<Args...> f, Args&&... args) {
-  logger()->trace(f, std::forward<Args>(args)...);
+  line_logger().trace(f, std::forward<Args>(args)...);
 }
 template <class... Args>
 void debug(spdlog::format_string_t<Args...> f, Args&&... args) {
-  logger()->debug(f, std::forward<Args>(args)...);
+  line_logger().debug(f, std::forward<Args>(args)...);
 }
 template <class... Args>
 void info(spdlog::format_string_t<Args...> f, Args&&... args) {
-  logger()->info(f, std::forward<Args>(args)...);
+  line_logger().info(f, std::forward<Args>(args)...);
 }
 template <class... Args>
 void warn(spdlog::format_string_t<Args...> f, Args&&... args) {
-  logger()->warn(f, std::forward<Args>(args)...);
+  line_logger().warn(f, std::forward<Args>(args)...);
 }
 template <class... Args>
 void error(spdlog::format_string_t<Args...> f, Args&&... args) {
-  logger()->error(f, std::forward<Args>(args)...);
+  line_logger().error(f, std::forward<Args>(args)...);
 }
 template <class... Args>
 void critical(spdlog::format_string_t<Args...> f, Args&&... args) {
-  logger()->critical(f, std::forward<Args>(args)...);
+  line_logger().critical(f, std::forward<Args>(args)...);
 }
 /// At a level chosen at run time (e.g. warn once, then debug).
 template <class... Args>
 void at(spdlog::level::level_enum lvl, spdlog::format_string_t<Args...> f,
         Args&&... args) {
-  logger()->log(lvl, f, std::forward<Args>(args)...);
+  line_logger().log(lvl, f, std::forward<Args>(args)...);
 }
 
 } // namespace ef::log
