@@ -217,13 +217,11 @@ dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
     state->lost[p] = offset;
   };
   // A parked event waits for an operator, not for milliseconds: the DLQ is
-  // fetched with a long wait (on the in-process broker an empty fetch is
-  // answered only after it; a short one cost 200 idle fetches a second).
-  constexpr int dlq_fetch_wait_ms = 500;
+  // fetched with its own, long wait (on the in-process broker an empty
+  // fetch is answered only after it; 5 ms cost 200 idle fetches a second).
   st.consumer = std::make_unique<kafka::group_consumer>(
     ctx->brokers, "eventforge.dlq", config::dlq_topic_of(ctx->cfg),
-    ctx->cfg.kafka.session_timeout_ms,
-    std::max(ctx->cfg.kafka.fetch_wait_max_ms, dlq_fetch_wait_ms),
+    ctx->cfg.kafka.session_timeout_ms, ctx->cfg.kafka.dlq_fetch_wait_ms,
     std::move(cbs));
   st.ctx = std::move(ctx);
   self->send(self, poll_atom::value);

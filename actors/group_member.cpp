@@ -115,18 +115,23 @@ void group_member_state::settle_parking(clock::time_point now) {
                      consumer_name, p, offset);
       consumer->resume_at_once(p, flow->find(p)->end_offset);
     }
-  if (!listener || !listener->healthy() || flow->draining())
-    return; // nobody would wake a parked partition
-  using ms = std::chrono::milliseconds;
-  for (auto p : flow->to_park(ms(ctx->cfg.kafka.park_idle_ms), now)) {
-    ef::log::debug("{}: partition {} parked at its end, offset {}",
-                   consumer_name, p, flow->find(p)->end_offset);
-    consumer->pause(p);
+  // Without a healthy listener nobody would wake a parked partition.
+  if (listener && listener->healthy() && !flow->draining()) {
+    using ms = std::chrono::milliseconds;
+    for (auto p : flow->to_park(ms(ctx->cfg.kafka.park_idle_ms), now)) {
+      ef::log::debug("{}: partition {} parked at its end, offset {}",
+                     consumer_name, p, flow->find(p)->end_offset);
+      consumer->pause(p);
+    }
+    for (auto p : flow->to_recheck(ms(ctx->cfg.kafka.park_recheck_ms), now))
+      consumer->resume_at_once(p, flow->find(p)->end_offset);
   }
-  for (auto p : flow->to_recheck(ms(ctx->cfg.kafka.park_recheck_ms), now))
-    consumer->resume_at_once(p, flow->find(p)->end_offset);
-  ctx->metrics->set("consumer_partitions_parked", {{"consumer", consumer_name}},
-                    static_cast<double>(flow->parked()));
+  if (auto parked = flow->parked(); parked != parked_shown) {
+    ctx->metrics->set("consumer_partitions_parked",
+                      {{"consumer", consumer_name}},
+                      static_cast<double>(parked));
+    parked_shown = parked;
+  }
 }
 
 void group_member_state::poll_once() {

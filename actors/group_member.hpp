@@ -67,6 +67,8 @@ struct group_member_state {
   /// the listener (held while it is healthy).
   std::shared_ptr<announcements> heard;
   std::shared_ptr<persistence::outbox_listener> listener;
+  /// The parked count the gauge shows: set when it changes, not per poll.
+  std::optional<std::size_t> parked_shown;
   std::chrono::steady_clock::time_point next_check{};
   std::chrono::steady_clock::time_point last_commit{};
   bool closing = false;

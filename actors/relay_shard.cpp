@@ -196,7 +196,7 @@ bool relay_shard_state::announce(std::int32_t partition) {
   // is about to) and has not parked since: no announcement needed. Other
   // relays' records are not known here, which only means more
   // announcements.
-  auto now = std::chrono::steady_clock::now();
+  auto now = clock->now(); // the test clock in deterministic tests
   auto [it, first] = last_published.emplace(partition, now);
   bool quiet =
     first || now - it->second >= std::chrono::milliseconds(park_ms / 2);

@@ -54,7 +54,7 @@ struct relay_shard_state {
   std::string lead_block;  ///< why publishing waits; empty: it does not
   double record_bytes = 0; ///< moving average of a published record's size
   /// When this relay last published to each partition (announce()).
-  std::map<std::int32_t, std::chrono::steady_clock::time_point> last_published;
+  std::map<std::int32_t, caf::actor_clock::time_point> last_published;
   /// Waits after a batch the broker refused rows of (relay.publish-backoff-*).
   std::optional<config::backoff> publish_wait;
 

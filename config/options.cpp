@@ -328,6 +328,12 @@ std::vector<option> make_options() {
     "the in-process broker, which answers an empty fetch only after this "
     "wait; a real broker answers as soon as records arrive"));
   v.push_back(int_opt<int>(
+    "kafka.dlq-fetch-wait-ms",
+    [](settings& s) -> int& { return s.kafka.dlq_fetch_wait_ms; }, 1, 60000,
+    "longest a fetch of the DLQ topic waits for new records: a parked event "
+    "waits for an operator, so a long wait costs nothing; on the in-process "
+    "broker a short one is that many idle fetches a second"));
+  v.push_back(int_opt<int>(
     "kafka.park-idle-ms",
     [](settings& s) -> int& { return s.kafka.park_idle_ms; }, 0, 3600000,
     "a partition read to its end that gets no record for this long stops "

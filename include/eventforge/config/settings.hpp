@@ -46,6 +46,9 @@ struct settings {
     int delivery_timeout_ms = 30000;
     std::string dlq_topic; ///< empty: "<topic>.dlq"
     int fetch_wait_max_ms = 5;
+    /// The same for the DLQ handler's consumer: a parked event waits for an
+    /// operator, not for milliseconds.
+    int dlq_fetch_wait_ms = 500;
     /// A partition read to its end and fed nothing for this long stops
     /// fetching until a relay says it published there (0: never).
     int park_idle_ms = 1000;
