@@ -3,6 +3,9 @@
 #include <eventforge/messages/events.hpp>
 #include <eventforge/messages/order_messages.hpp>
 
+// The one public header with a libpqxx type: a consumer's rule runs its own
+// statements inside EventForge's transaction (pqxx::transaction_base) on
+// the partition actor's connection (pqxx::connection, through statements).
 #include <pqxx/pqxx>
 
 #include <cstdint>
