@@ -75,8 +75,36 @@ cmake -S "$shadow" -B "$work/shadow-build" -DCMAKE_PREFIX_PATH="$prefix" --no-wa
   -DCMAKE_DISABLE_FIND_PACKAGE_Boost=ON -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON \
   -DCMAKE_DISABLE_FIND_PACKAGE_prometheus-cpp=ON >/dev/null
 cmake --build "$work/shadow-build" -j "$(nproc)"
-LD_LIBRARY_PATH="$prefix/lib" "$work/shadow-build/shadow_17"
+LD_BIND_NOW=1 LD_LIBRARY_PATH="$prefix/lib" "$work/shadow-build/shadow_17"
 LD_LIBRARY_PATH="$prefix/lib" "$work/shadow-build/shadow_default"
+
+echo "== a host that takes the HTTP front too (COMPONENTS core http)"
+with_http=$work/with-http
+mkdir -p "$with_http"
+cat >"$with_http/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.22)
+project(http_host LANGUAGES CXX)
+find_package(eventforge 1.0 CONFIG REQUIRED COMPONENTS core http)
+add_executable(http_host main.cpp)
+target_compile_options(http_host PRIVATE -Wall -Wextra -Werror)
+target_link_libraries(http_host PRIVATE eventforge::http)
+CMAKE
+cat >"$with_http/main.cpp" <<'CPP'
+#include <eventforge/eventforge.hpp>
+#include <eventforge/http/frontend.hpp>
+#include <iostream>
+int main() {
+  // Links the front's code (not only its header) from libeventforge-http.
+  auto start = &ef::app::http_frontend::start;
+  std::cout << "eventforge " << ef::version() << " with its HTTP front "
+            << (start != nullptr ? "linked" : "missing") << "\n";
+}
+CPP
+cmake -S "$with_http" -B "$work/with-http-build" -DCMAKE_PREFIX_PATH="$prefix" \
+  >/dev/null
+cmake --build "$work/with-http-build" -j "$(nproc)"
+# Every symbol of both libraries resolved at load, not at first call.
+LD_BIND_NOW=1 "$work/with-http-build/http_host"
 
 cmake -S "$source_dir/examples/host_app" -B "$work/build" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
