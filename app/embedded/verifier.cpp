@@ -25,10 +25,14 @@ verification verify(const config::settings& cfg, const std::string& dsn,
   // grow, so a record counted as committed here is checked conservatively.
   auto& topic = cfg.kafka.topic;
   auto parts = cfg.kafka.partitions;
-  std::map<std::string, std::vector<std::int64_t>> committed;
-  for (auto& c : consumers)
-    committed[c] =
-      kafka::committed_offsets(brokers, "eventforge." + c, topic, parts);
+  auto read_committed = [&] {
+    std::map<std::string, std::vector<std::int64_t>> now;
+    for (auto& c : consumers)
+      now[c] =
+        kafka::committed_offsets(brokers, "eventforge." + c, topic, parts);
+    return now;
+  };
+  auto committed = read_committed();
   auto records = kafka::read_all(brokers, topic, parts);
   auto marks = persistence::processed_marks(dsn);
   v.records = static_cast<long>(records.size());
@@ -64,13 +68,6 @@ verification verify(const config::settings& cfg, const std::string& dsn,
   }
   // Offsets follow the marks: a gap that is still closing is not yet a
   // violation. Read them again while they move (bounded).
-  auto read_committed = [&] {
-    std::map<std::string, std::vector<std::int64_t>> now;
-    for (auto& c : consumers)
-      now[c] =
-        kafka::committed_offsets(brokers, "eventforge." + c, topic, parts);
-    return now;
-  };
   auto lagging = [&] {
     for (auto& c : consumers)
       for (int p = 0; p < parts; ++p)

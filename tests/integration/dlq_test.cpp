@@ -33,8 +33,6 @@ struct dlq_fixture {
     cfg.consumer.backoff_initial_ms = 10;
     cfg.consumer.backoff_max_ms = 50;
     cfg.http.admin_token = "ops:s3cret";
-    if (std::getenv("EF_TEST_LOG"))
-      cfg.log.level = std::getenv("EF_TEST_LOG");
     if (!points.empty()) {
       cfg.chaos.points = points;
       cfg.chaos.rate = 1.0;
