@@ -17,8 +17,10 @@
 #include <eventforge/messages/api_error.hpp>
 #include <eventforge/messages/atoms.hpp>
 
-#include <atomic>
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
 namespace ef {
@@ -121,6 +123,49 @@ counter_map counters(caf::actor_system& sys, const eventforge_actor& root) {
   return out;
 }
 
+namespace {
+
+/// Trees started and not yet terminated: what a runtime about to stop its
+/// services under a running tree checks. A root leaves the set in its own
+/// cleanup, which CAF runs after the down message to a monitor that came
+/// later (ef::stop's): stop() waits for the leave, so that a caller reading
+/// the count after stop() returned never sees a tree that is already down.
+class live_trees {
+public:
+  void enter(caf::actor_id id) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    ids_.insert(id);
+  }
+  void leave(caf::actor_id id) {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      ids_.erase(id);
+    }
+    left_.notify_all();
+  }
+  bool await_left(caf::actor_id id,
+                  std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock{mtx_};
+    return left_.wait_until(lock, deadline, [&] { return !ids_.count(id); });
+  }
+  std::size_t size() {
+    std::lock_guard<std::mutex> guard{mtx_};
+    return ids_.size();
+  }
+
+private:
+  std::mutex mtx_;
+  std::condition_variable left_;
+  std::set<caf::actor_id> ids_;
+};
+
+live_trees& trees() {
+  static live_trees instance;
+  return instance;
+}
+
+} // namespace
+
 drain_report drain(caf::actor_system& sys, const eventforge_actor& root,
                    std::chrono::milliseconds timeout) {
   drain_report report;
@@ -142,13 +187,16 @@ bool stop(caf::actor_system& sys, const eventforge_actor& root,
           std::chrono::milliseconds timeout) {
   if (!root)
     return true;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   caf::scoped_actor self{sys};
   self->monitor(root);
   self->send_exit(root, caf::exit_reason::user_shutdown);
   bool down = false;
   self->receive([&](caf::down_msg& d) { down = d.source == root.address(); },
                 caf::after(timeout) >> [] {});
-  return down;
+  // The down message comes from the root's cleanup, a moment before the
+  // cleanup takes the root off the live trees (see live_trees).
+  return down && trees().await_left(root.id(), deadline);
 }
 
 void configure_actor_system(caf::actor_system_config& cfg) {
@@ -224,14 +272,6 @@ enabled_consumers(const config::settings& cfg,
   }
   return out;
 }
-
-} // namespace
-
-namespace {
-
-/// Trees started and not yet terminated (their root's exit): what a runtime
-/// about to stop its services under a running tree checks.
-std::atomic<std::size_t> trees_running{0};
 
 } // namespace
 
@@ -334,13 +374,13 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
   // messages (tests/integration/embedding_test.cpp asks each of them).
   auto root = sys.spawn(supervisor, std::string{"root"}, std::move(top),
                         context_ptr{ctx});
-  ++trees_running;
-  root->attach_functor([] { --trees_running; });
+  trees().enter(root->id());
+  root->attach_functor([id = root->id()] { trees().leave(id); });
   return caf::actor_cast<eventforge_actor>(root);
 }
 
 std::size_t running_trees() {
-  return trees_running.load();
+  return trees().size();
 }
 
 } // namespace ef
