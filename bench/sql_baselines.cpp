@@ -190,24 +190,21 @@ std::string consumer_script(long seeded_orders, int clients,
   partitions = "ARRAY[" + partitions + "]";
   offsets = "ARRAY[" + offsets + "]";
   auto consumer = "'fulfillment'";
+  // pgbench sends BEGIN alone; EventForge sends the locks with it.
   s += "BEGIN;\n";
-  s +=
-    command(bind(ef::sql::mark,
-                 {{1, consumer}, {2, events}, {3, partitions}, {4, offsets}}));
-  s +=
-    command(bind(ef::sql::lock_orders,
-                 {{1, std::to_string(persistence::consumer_order_lock_class)},
-                  {2, consumer},
-                  {3, orders}}));
-  s += command(bind(ef::sql::read_orders, {{1, consumer}, {2, orders}}));
-  s += command(
-    bind(ef::sql::set_statuses, {{1, orders}, {2, "ARRAY[" + statuses + "]"}}));
-  s += command(bind(ef::sql::insert_effects, {{1, consumer},
-                                              {2, events},
-                                              {3, orders},
-                                              {4, "ARRAY[" + kinds + "]"},
-                                              {5, "ARRAY[" + amounts + "]"},
-                                              {6, "ARRAY[" + amounts + "]"}}));
+  s += command(ef::sql::lock_orders(
+    std::to_string(persistence::consumer_order_lock_class), consumer, orders));
+  s += command(bind(
+    ef::sql::mark_and_read,
+    {{1, consumer}, {2, events}, {3, partitions}, {4, offsets}, {5, orders}}));
+  s += command(bind(ef::sql::write_effects, {{1, consumer},
+                                             {2, events},
+                                             {3, orders},
+                                             {4, "ARRAY[" + kinds + "]"},
+                                             {5, "ARRAY[" + amounts + "]"},
+                                             {6, "ARRAY[" + amounts + "]"},
+                                             {7, orders},
+                                             {8, "ARRAY[" + statuses + "]"}}));
   s += "COMMIT;\n";
   return s;
 }
@@ -232,8 +229,7 @@ std::string relay_script(int shards, int batch) {
   auto relay_class = std::to_string(persistence::relay_lock_class);
   s += "SELECT pg_try_advisory_lock(" + relay_class + ", :shard);\n";
   s += "BEGIN;\n";
-  s += command(bind(sql::epoch_guard,
-                    {{1, std::to_string(persistence::epoch_lock_class)}}));
+  s += command(sql::epoch_guard(std::to_string(persistence::epoch_lock_class)));
   s += command(
     bind(sql::mark_sent, {{1, "1"},
                           {2, ":seqs"},

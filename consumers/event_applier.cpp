@@ -23,31 +23,42 @@ using persistence::db_error;
 using persistence::rethrow_as_db_error;
 using persistence::session;
 
-// In offset order, so two overlapping workers wait for each other's marks in
-// the same order.
-const char* const sql::mark =
-  "INSERT INTO processed_events (consumer, event_id, kafka_partition, "
-  "kafka_offset) SELECT $1, x.e::uuid, NULLIF(x.p, -1), NULLIF(x.o, -1) "
-  "FROM unnest($2::text[], $3::int[], $4::bigint[]) WITH ORDINALITY "
-  "AS x(e, p, o, i) ORDER BY x.i ON CONFLICT DO NOTHING "
-  "RETURNING event_id::text";
 // Sorted, so overlapping workers take the locks in the same order. Advisory
 // locks, not the order rows': the other consumer's rules touch none of this
-// consumer's state, so they must not wait for each other.
-const char* const sql::lock_orders =
-  "SELECT pg_advisory_xact_lock($1, hashtext($2 || '/' || o)) FROM "
-  "(SELECT DISTINCT unnest($3::text[]) AS o ORDER BY 1) AS s";
-// Its own statement, so its snapshot is taken after the locks are granted;
-// one statement rather than three, so a transaction costs two round trips
-// fewer. LATERAL ... LIMIT 1 rather than EXISTS: for a generic plan over an
-// array PostgreSQL may hash the whole of a consumer's processed_events for
-// an EXISTS (54 ms at 9,000 marks, growing with the table); a LATERAL LIMIT
-// is always one index probe per row. The IDs are bound once (pgbench allows
-// 255 parameters per statement); `= ANY` of the subquery is still an index
-// condition.
-const char* const sql::read_orders =
+// consumer's state, so they must not wait for each other. Taken first: every
+// transaction that marks an event of an order for this consumer holds the
+// order's lock, so a duplicate of an event in flight waits here until the
+// first transaction ended, and the guard below never waits for another
+// transaction's mark.
+std::string sql::lock_orders(const std::string& lock_class,
+                             const std::string& consumer,
+                             const std::string& order_ids) {
+  return "SELECT pg_advisory_xact_lock(" + lock_class + ", hashtext(" +
+         consumer + " || '/' || o)) FROM (SELECT DISTINCT unnest(" + order_ids +
+         "::text[]) AS o ORDER BY 1) AS s";
+}
+// After the locks, in its own statement so that its snapshot is taken after
+// they were granted; the guard and the reads in one statement rather than
+// four, so a transaction costs three round trips fewer. The reads see the
+// marks committed before, not this statement's (a data-modifying CTE's rows
+// are invisible to the rest of its statement): exactly "applied before this
+// transaction". LATERAL ... LIMIT 1 rather than EXISTS: for a generic plan
+// over an array PostgreSQL may hash the whole of a consumer's
+// processed_events for an EXISTS (54 ms at 9,000 marks, growing with the
+// table); a LATERAL LIMIT is always one index probe per row. The order IDs
+// are bound once (pgbench allows 255 parameters per statement); `= ANY` of
+// the subquery is still an index condition.
+const char* const sql::mark_and_read =
   R"sql(
-      WITH ids AS (SELECT $2::uuid[] AS a)
+      WITH marked AS (
+        INSERT INTO processed_events (consumer, event_id, kafka_partition,
+                                      kafka_offset)
+        SELECT $1, x.e::uuid, NULLIF(x.p, -1), NULLIF(x.o, -1)
+        FROM unnest($2::text[], $3::int[], $4::bigint[]) WITH ORDINALITY
+          AS x(e, p, o, i)
+        ORDER BY x.i ON CONFLICT DO NOTHING
+        RETURNING event_id::text AS e),
+      ids AS (SELECT $5::uuid[] AS a)
       SELECT 0, id::text, status, customer_id, total_cents, NULL, false, false,
              NULL::bigint
       FROM orders WHERE id = ANY((SELECT a FROM ids)::uuid[])
@@ -69,24 +80,29 @@ const char* const sql::read_orders =
       SELECT 3, order_id::text, sku, NULL, qty, line::text, false, false,
              price_cents
       FROM order_items WHERE order_id = ANY((SELECT a FROM ids)::uuid[])
+      UNION ALL
+      SELECT 4, e, NULL, NULL, NULL, NULL, false, false, NULL FROM marked
   )sql";
-const char* const sql::set_statuses =
-  "UPDATE orders r SET status = x.s, updated_at = clock_timestamp() "
-  "FROM unnest($1::text[], $2::text[]) AS x(o, s) WHERE r.id = x.o::uuid";
-// In offset order: business_effects.id then orders one order's effects.
-const char* const sql::insert_effects =
-  "INSERT INTO business_effects (consumer, event_id, order_id, kind, "
-  "amount_cents, quantity) SELECT $1, x.e::uuid, x.o::uuid, x.k, x.a, x.q "
-  "FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], "
-  "$6::bigint[]) WITH ORDINALITY AS x(e, o, k, a, q, i) ORDER BY x.i";
+// In offset order: business_effects.id then orders one order's effects. The
+// statuses ride along (both arrays empty when no rule changed one).
+const char* const sql::write_effects =
+  R"sql(
+      WITH statuses AS (
+        UPDATE orders r SET status = x.s, updated_at = clock_timestamp()
+        FROM unnest($7::text[], $8::text[]) AS x(o, s)
+        WHERE r.id = x.o::uuid RETURNING 1)
+      INSERT INTO business_effects (consumer, event_id, order_id, kind,
+                                    amount_cents, quantity)
+      SELECT $1, x.e::uuid, x.o::uuid, x.k, x.a, x.q
+      FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[],
+                  $6::bigint[]) WITH ORDINALITY AS x(e, o, k, a, q, i)
+      ORDER BY x.i
+  )sql";
 namespace {
 
 void prepare(pqxx::connection& c) {
-  c.prepare("mark", sql::mark);
-  c.prepare("lock_orders", sql::lock_orders);
-  c.prepare("read_orders", sql::read_orders);
-  c.prepare("set_statuses", sql::set_statuses);
-  c.prepare("insert_effects", sql::insert_effects);
+  c.prepare("mark_and_read", sql::mark_and_read);
+  c.prepare("write_effects", sql::write_effects);
   c.prepare("unmark", "DELETE FROM processed_events WHERE consumer = $1 AND "
                       "event_id = ANY($2::uuid[])");
   c.prepare("requeue",
@@ -150,54 +166,63 @@ void check_type(const order_event& ev) {
   }
 }
 
+/// A batch's IDs as the statements take them, in offset order.
+struct batch_ids {
+  std::vector<std::string> events, orders;
+  std::vector<std::int64_t> partitions, offsets;
+};
+
+batch_ids ids_of(const std::vector<order_event>& input,
+                 const std::vector<delivery_position>& at) {
+  batch_ids ids;
+  for (size_t i = 0; i < input.size(); ++i) {
+    ids.events.push_back(canonical_uuid(input[i].event_id));
+    ids.orders.push_back(canonical_uuid(input[i].order_id));
+    auto pos = i < at.size() ? at[i] : delivery_position{};
+    ids.partitions.push_back(pos.partition);
+    ids.offsets.push_back(pos.offset);
+  }
+  return ids;
+}
+
+/// The opening of a batch's transaction: its orders' locks, with BEGIN.
+std::string lock_opening(pqxx::connection& c, const std::string& consumer,
+                         const batch_ids& ids) {
+  return sql::lock_orders(std::to_string(consumer_order_lock_class),
+                          c.quote(consumer),
+                          c.quote(array_literal(ids.orders)));
+}
+
 /// The guard and the rules for `input` (one partition's events, in offset
-/// order) inside `w`; leaves `w` open. Returns the outcomes of the events
-/// before the first one whose order is missing (that one and the rest are
-/// unmarked: they need retries of their own). Each event gets exactly the
-/// outcome it would get applied alone, after the ones before it.
-std::vector<apply_outcome> apply_in(pqxx::work& w, const consumer& rule,
+/// order) inside `w`, which holds the locks of their orders; leaves `w`
+/// open. Returns the outcomes of the events before the first one whose order
+/// is missing (that one and the rest are unmarked: they need retries of
+/// their own). Each event gets exactly the outcome it would get applied
+/// alone, after the ones before it.
+std::vector<apply_outcome> apply_in(pqxx::transaction_base& w,
+                                    const consumer& rule,
                                     const std::string& consumer,
                                     const std::vector<order_event>& input,
-                                    const std::vector<delivery_position>& at) {
+                                    const batch_ids& ids) {
   auto n = input.size();
-  std::vector<std::string> ev_ids, order_ids;
-  std::vector<std::int64_t> partitions, offsets;
-  for (size_t i = 0; i < n; ++i) {
-    ev_ids.push_back(canonical_uuid(input[i].event_id));
-    order_ids.push_back(canonical_uuid(input[i].order_id));
-    auto pos = i < at.size() ? at[i] : delivery_position{};
-    partitions.push_back(pos.partition);
-    offsets.push_back(pos.offset);
-  }
-  // The idempotency guard: a concurrent duplicate blocks here until the
-  // first transaction ends, then inserts nothing.
+  const auto& ev_ids = ids.events;
+  const auto& order_ids = ids.orders;
+  // The idempotency guard (a concurrent duplicate waited for the lock
+  // until the first transaction ended, and inserts nothing) and the reads.
   std::set<std::string> fresh;
-  for (const auto& row :
-       w.exec_prepared("mark", consumer, array_literal(ev_ids),
-                       array_literal(partitions), array_literal(offsets)))
-    fresh.insert(row[0].as<std::string>());
-  // An event repeated within the batch counts once: later copies are
-  // duplicates, as they would be one transaction later.
-  std::vector<bool> first(n);
-  std::set<std::string> seen;
-  std::vector<std::string> orders;
-  for (size_t i = 0; i < n; ++i) {
-    first[i] = fresh.count(ev_ids[i]) && seen.insert(ev_ids[i]).second;
-    if (first[i])
-      orders.push_back(order_ids[i]);
-  }
-  if (orders.empty())
-    return std::vector<apply_outcome>(n, apply_outcome::duplicate);
-
-  // With the orders locked, their earlier events cannot be applied by an
-  // overlapping worker meanwhile.
-  auto list = array_literal(orders);
-  w.exec_prepared("lock_orders", consumer_order_lock_class, consumer, list);
   std::map<std::string, order_rows> state;
   std::map<std::string, std::map<int, order_item>> lines; // by line number
-  for (const auto& row : w.exec_prepared("read_orders", consumer, list)) {
+  for (const auto& row :
+       w.exec_prepared("mark_and_read", consumer, array_literal(ev_ids),
+                       array_literal(ids.partitions),
+                       array_literal(ids.offsets), array_literal(order_ids))) {
+    auto kind = row[0].as<int>();
+    if (kind == 4) {
+      fresh.insert(row[1].as<std::string>());
+      continue;
+    }
     auto& o = state[row[1].as<std::string>()];
-    switch (row[0].as<int>()) {
+    switch (kind) {
     case 0:
       o.exists = true;
       o.state.id = row[1].as<std::string>();
@@ -218,6 +243,17 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const consumer& rule,
                    row[8].as<std::int64_t>()};
     }
   }
+  // An event repeated within the batch counts once: later copies are
+  // duplicates, as they would be one transaction later.
+  std::vector<bool> first(n);
+  std::set<std::string> seen;
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    first[i] = fresh.count(ev_ids[i]) && seen.insert(ev_ids[i]).second;
+    any = any || first[i];
+  }
+  if (!any)
+    return std::vector<apply_outcome>(n, apply_outcome::duplicate);
   for (auto& [id, by_line] : lines)
     for (auto& [line, item] : by_line)
       state[id].state.lines.push_back(std::move(item));
@@ -288,13 +324,11 @@ std::vector<apply_outcome> apply_in(pqxx::work& w, const consumer& rule,
       status_orders.push_back(id);
       statuses.push_back(o.state.status);
     }
-  if (!status_orders.empty())
-    w.exec_prepared("set_statuses", array_literal(status_orders),
-                    array_literal(statuses));
-  if (!fx_events.empty())
-    w.exec_prepared("insert_effects", consumer, array_literal(fx_events),
+  if (!fx_events.empty() || !status_orders.empty())
+    w.exec_prepared("write_effects", consumer, array_literal(fx_events),
                     array_literal(fx_orders), array_literal(fx_kinds),
-                    array_literal(fx_amounts), array_literal(fx_quantities));
+                    array_literal(fx_amounts), array_literal(fx_quantities),
+                    array_literal(status_orders), array_literal(statuses));
   if (!unmark.empty())
     w.exec_prepared("unmark", consumer, array_literal(unmark));
   if (!requeue_events.empty())
@@ -353,11 +387,12 @@ apply_outcome event_applier::apply(const order_event& ev,
                                    const std::function<void()>& before_commit,
                                    delivery_position at) {
   check_type(ev);
+  auto ids = ids_of({ev}, {at});
   // On failure run() forgets the session: a broken one is reopened by the
   // next apply().
   return db_->run([&](pqxx::connection& c) {
-    pqxx::work w(c);
-    auto out = apply_in(w, *consumer_, name_, {ev}, {at});
+    persistence::opening_transaction w(c, lock_opening(c, name_, ids));
+    auto out = apply_in(w, *consumer_, name_, {ev}, ids);
     auto outcome = out.empty() ? apply_outcome::order_missing : out.front();
     if (outcome == apply_outcome::applied && before_commit)
       before_commit();
@@ -374,9 +409,10 @@ event_applier::apply_batch(const std::vector<order_event>& evs,
                            const std::function<void()>& before_commit) {
   for (auto& ev : evs)
     check_type(ev);
+  auto ids = ids_of(evs, at);
   return db_->run([&](pqxx::connection& c) {
-    pqxx::work w(c);
-    auto out = apply_in(w, *consumer_, name_, evs, at);
+    persistence::opening_transaction w(c, lock_opening(c, name_, ids));
+    auto out = apply_in(w, *consumer_, name_, evs, ids);
     if (before_commit)
       before_commit();
     w.commit();

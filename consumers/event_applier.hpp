@@ -19,23 +19,26 @@ class session;
 /// the whole batch as arrays (text[] of canonical UUIDs), so a transaction
 /// costs the same few round trips for 1 event or 100.
 namespace sql {
-/// The idempotency guard: $1 consumer, $2 event IDs, $3 partitions and $4
-/// offsets they were read at (-1: unknown). Returns the event IDs it marked
-/// (the others were marked before: duplicates).
-extern const char* const mark;
-/// $1 lock class, $2 consumer, $3 order IDs.
-extern const char* const lock_orders;
-/// Everything the rules read of the locked orders, in one statement (one
-/// snapshot, taken after the locks): $1 consumer, $2 order IDs. Rows of
-/// kind 0: order, status, customer, total of those that exist; kind 1:
-/// order, seq, event ID, applied, parked for every outbox event of those
-/// orders (applied or parked by this consumer); kind 2: order, effect kind
-/// for this consumer's effects on those orders.
-extern const char* const read_orders;
-/// $1 order IDs, $2 statuses.
-extern const char* const set_statuses;
-/// $1 consumer, $2 event IDs, $3 order IDs, $4 kinds, $5 amounts.
-extern const char* const insert_effects;
+/// The transaction's opening, sent with its BEGIN (no parameters, so its
+/// values come as SQL literals or pgbench expressions): locks the orders of
+/// the batch, sorted, in `lock_class` for `consumer`.
+std::string lock_orders(const std::string& lock_class,
+                        const std::string& consumer,
+                        const std::string& order_ids);
+/// The idempotency guard and everything the rules read of the locked
+/// orders, in one statement (one snapshot, taken after the locks; the reads
+/// do not see this statement's marks). $1 consumer, $2 event IDs, $3
+/// partitions and $4 offsets they were read at (-1: unknown), $5 order IDs.
+/// Rows of kind 0: order, status, customer, total of those that exist;
+/// kind 1: order, seq, event ID, applied, parked for every outbox event of
+/// those orders (applied or parked by this consumer before); kind 2: order,
+/// effect kind for this consumer's effects on those orders; kind 3: order,
+/// sku, quantity, line number, price of each line; kind 4: an event ID it
+/// marked (the others were marked before: duplicates).
+extern const char* const mark_and_read;
+/// $1 consumer, $2 event IDs, $3 order IDs, $4 kinds, $5 amounts, $6
+/// quantities; and the orders' new statuses: $7 order IDs, $8 statuses.
+extern const char* const write_effects;
 } // namespace sql
 
 /// What applying one delivery did.

@@ -47,6 +47,41 @@ std::string with_dsn_param(const std::string& dsn, const std::string& key,
   return dsn.empty() ? key + "=" + quoted : dsn + " " + key + "=" + quoted;
 }
 
+opening_transaction::opening_transaction(pqxx::connection_base& c,
+                                         const std::string& opening)
+    : pqxx::internal::namedclass{fullname("transaction",
+                                          pqxx::isolation_traits<
+                                            pqxx::read_committed>::name()),
+                                 ""},
+      pqxx::internal::basic_transaction(
+        c, pqxx::isolation_traits<pqxx::read_committed>::name(),
+        pqxx::read_write),
+      begin_(opening.empty() ? "BEGIN" : "BEGIN; " + opening) {
+  Begin();
+}
+
+opening_transaction::~opening_transaction() noexcept {
+  End();
+}
+
+void opening_transaction::do_begin() {
+  try {
+    direct_exec(begin_.c_str());
+  } catch (const pqxx::broken_connection&) {
+    throw; // nothing left to roll back
+  } catch (...) {
+    // BEGIN succeeded, the opening did not: the session is inside a failed
+    // transaction block, which libpqxx does not know it opened (Begin()
+    // failed), so it would never end it.
+    try {
+      direct_exec("ROLLBACK");
+    } catch (...) {
+      // the connection is unusable; its next use says so
+    }
+    throw;
+  }
+}
+
 namespace {
 
 std::string redact_uri(const std::string& dsn, size_t authority) {

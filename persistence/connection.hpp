@@ -31,6 +31,25 @@ std::unique_ptr<pqxx::connection> open_connection(const std::string& dsn);
 std::string array_literal(const std::vector<std::int64_t>& xs);
 std::string array_literal(const std::vector<std::string>& names);
 
+/// A read-committed read-write transaction whose first statement travels
+/// with its BEGIN, as one simple query: one round trip fewer than pqxx::work,
+/// whose BEGIN travels alone (libpqxx 6.4). `opening` runs inside the
+/// transaction; it is plain SQL without parameters, so any value in it must
+/// be a number or quoted with the connection's quote(); empty: BEGIN alone.
+/// If the opening
+/// fails, the transaction is rolled back and the error thrown from the
+/// constructor, as a failed statement would throw it.
+class opening_transaction : public pqxx::internal::basic_transaction {
+public:
+  opening_transaction(pqxx::connection_base& c, const std::string& opening);
+  ~opening_transaction() noexcept override;
+
+private:
+  void do_begin() override;
+
+  std::string begin_;
+};
+
 /// A lazily (re)opened connection with prepared statements, reopened after it
 /// broke. Stores own one each; it is not thread-safe.
 class session {

@@ -169,10 +169,10 @@ std::int64_t dlq_store::park(const dlq_entry& e, bool repark) {
       to_hex(e.key.empty() ? e.order_key : e.key), printable(e.traceparent));
     std::int64_t id = 0;
     if (r.empty()) {
-      auto existing = w.exec_params("SELECT id FROM dlq_events WHERE "
-                                    "consumer = $1 AND event_id = $2",
-                                    printable(e.consumer),
-                                    printable(e.event_id));
+      auto existing =
+        w.exec_params("SELECT id FROM dlq_events WHERE "
+                      "consumer = $1 AND event_id = $2",
+                      printable(e.consumer), printable(e.event_id));
       if (!existing.empty())
         id = existing[0][0].as<std::int64_t>();
     } else {

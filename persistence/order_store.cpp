@@ -79,7 +79,7 @@ std::int64_t order_total(const create_order& cmd) {
 } // namespace
 
 struct order_writer::impl {
-  pqxx::work& w;
+  pqxx::transaction_base& w;
   int shards;
 };
 
@@ -169,12 +169,14 @@ void order_store::write_once(
       throw db_error(db_errc::transient, "the deadline passed before the "
                                          "transaction began; nothing was "
                                          "written");
-    pqxx::work w(db_->get());
-    if (deadline)
-      // A lock or a stalled server cannot hold a statement past the
-      // deadline: it is cancelled (SQLSTATE 57014, transient).
-      w.exec("SET LOCAL statement_timeout = " +
-             std::to_string(std::max<long long>(1, left().count())));
+    // A lock or a stalled server cannot hold a statement past the
+    // deadline: it is cancelled (SQLSTATE 57014, transient). Set with the
+    // BEGIN, in its round trip.
+    opening_transaction w(
+      db_->get(), deadline
+                    ? "SET LOCAL statement_timeout = " +
+                        std::to_string(std::max<long long>(1, left().count()))
+                    : std::string{});
     order_writer::impl i{w, shards_};
     order_writer writer(i);
     body(writer);

@@ -24,8 +24,12 @@ const char* const sql::unsent =
 // Alone in its statement: a statement's snapshot is taken when it starts, so
 // an epoch read in the same statement as the lock would predate an epoch
 // change that committed while this lock waited for it.
-const char* const sql::epoch_guard =
-  "SELECT pg_advisory_xact_lock_shared($1, 0)";
+// Shared with every other marker, exclusive for an epoch change (see
+// repair_store::begin_epoch): a mark either commits before the new epoch
+// exists, or sees it and refuses. Sent with the mark's BEGIN.
+std::string sql::epoch_guard(const std::string& lock_class) {
+  return "SELECT pg_advisory_xact_lock_shared(" + lock_class + ", 0)";
+}
 // Epoch, ownership and the mark in one statement whose snapshot is taken
 // after the guard was granted. pg_locks is the lock manager's live state.
 const char* const sql::mark_sent =
@@ -67,10 +71,6 @@ outbox_store::outbox_store(std::string dsn, int shard,
     auto& c = *impl_->conn;
     c.prepare("unsent", sql::unsent);
     c.prepare("current_epoch", "SELECT max(epoch) FROM broker_epochs");
-    // Shared with every other marker, exclusive for an epoch change (see
-    // repair_store::begin_epoch): a mark either commits before the new
-    // epoch exists, or sees it and refuses.
-    c.prepare("epoch_guard", sql::epoch_guard);
     c.prepare("mark_sent", sql::mark_sent);
     c.prepare("record_failure",
               "UPDATE outbox SET publish_attempts = publish_attempts + 1, "
@@ -151,8 +151,8 @@ mark_result outbox_store::mark_sent(int epoch,
                 std::to_string(o);
   bool owner = true;
   try {
-    pqxx::work w(*impl_->conn);
-    w.exec_prepared("epoch_guard", epoch_lock_class);
+    opening_transaction w(*impl_->conn,
+                          sql::epoch_guard(std::to_string(epoch_lock_class)));
     auto r = w.exec_prepared1("mark_sent", epoch, array_literal(seqs),
                               array_literal(partitions), array_literal(offsets),
                               relay_lock_class, shard_, announce);

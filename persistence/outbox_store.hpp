@@ -14,9 +14,9 @@ namespace ef::persistence {
 namespace sql {
 /// The claim, with the current broker epoch on every row: $1 shard, $2 limit.
 extern const char* const unsent;
-/// Shared with every other marker, exclusive for an epoch change: $1 epoch
-/// lock class.
-extern const char* const epoch_guard;
+/// Shared with every other marker, exclusive for an epoch change: the mark's
+/// transaction opening, sent with its BEGIN, so no parameters.
+std::string epoch_guard(const std::string& lock_class);
 /// The mark, run after epoch_guard as a statement of its own: $1 epoch, $2
 /// seqs, $3 partitions, $4 offsets (arrays), $5 relay lock class, $6 shard,
 /// $7 the announcement ("partition:offset,..."; empty: none). Returns the

@@ -1,0 +1,57 @@
+#include "persistence/connection.hpp"
+#include "tests/support/harness.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace ef;
+
+namespace {
+
+std::string show_timeout(pqxx::transaction_base& t) {
+  return t.exec1("SHOW statement_timeout")[0].as<std::string>();
+}
+
+} // namespace
+
+TEST_CASE("a_transaction_opening_runs_inside_it_and_a_failed_opening_leaves_"
+          "the_session_outside_any_transaction") {
+  test::database db;
+  auto c = persistence::open_connection(db.dsn());
+  {
+    pqxx::work t(*c);
+    t.exec("CREATE TABLE written (x int)");
+    t.commit();
+  }
+  {
+    // The opening is part of the transaction: SET LOCAL holds until its end.
+    persistence::opening_transaction t(*c,
+                                       "SET LOCAL statement_timeout = 4321");
+    CHECK(show_timeout(t) == "4321ms");
+    t.exec("INSERT INTO written VALUES (1)");
+    t.commit();
+  }
+  {
+    pqxx::work t(*c);
+    CHECK(show_timeout(t) == "0");
+  }
+  CHECK(db.scalar<long>("SELECT count(*) FROM written") == 1);
+
+  // BEGIN succeeded, the opening failed: without a ROLLBACK the session
+  // would stay in a failed transaction block libpqxx knows nothing of, and
+  // the next transaction on it would fail ("current transaction is
+  // aborted").
+  CHECK_THROWS_WITH(persistence::opening_transaction(*c, "SELECT 1 / 0"),
+                    Catch::Contains("division by zero"));
+  {
+    persistence::opening_transaction t(*c, "");
+    t.exec("INSERT INTO written VALUES (1)");
+    t.commit();
+  }
+  CHECK(db.scalar<long>("SELECT count(*) FROM written") == 2);
+  // And nothing of the failed one is left open: a lock its opening took is
+  // released with it.
+  CHECK_THROWS(persistence::opening_transaction(
+    *c, "SELECT pg_advisory_xact_lock(77, 1); SELECT 1 / 0"));
+  CHECK(db.scalar<long>("SELECT count(*) FROM pg_locks WHERE locktype = "
+                        "'advisory' AND objid = 1 AND classid = 77") == 0);
+}
