@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -83,20 +84,22 @@ const char* const sql::mark_and_read =
       UNION ALL
       SELECT 4, e, NULL, NULL, NULL, NULL, false, false, NULL FROM marked
   )sql";
-// In offset order: business_effects.id then orders one order's effects. The
-// statuses ride along (both arrays empty when no rule changed one).
+// In offset order: business_effects.id then orders one order's effects. An
+// order's new status rides on its last effect row ($7, NULL on the others
+// and where no rule changed it). Each parameter is used once, so that
+// pgbench, which spells out every use, stays within its 255 arguments.
 const char* const sql::write_effects =
   R"sql(
-      WITH statuses AS (
+      WITH x AS (
+        SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[],
+                             $6::bigint[], $7::text[]) WITH ORDINALITY
+          AS x(e, o, k, a, q, s, i)),
+      statuses AS (
         UPDATE orders r SET status = x.s, updated_at = clock_timestamp()
-        FROM unnest($7::text[], $8::text[]) AS x(o, s)
-        WHERE r.id = x.o::uuid RETURNING 1)
+        FROM x WHERE r.id = x.o::uuid AND x.s IS NOT NULL RETURNING 1)
       INSERT INTO business_effects (consumer, event_id, order_id, kind,
                                     amount_cents, quantity)
-      SELECT $1, x.e::uuid, x.o::uuid, x.k, x.a, x.q
-      FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[],
-                  $6::bigint[]) WITH ORDINALITY AS x(e, o, k, a, q, i)
-      ORDER BY x.i
+      SELECT $1, x.e::uuid, x.o::uuid, x.k, x.a, x.q FROM x ORDER BY x.i
   )sql";
 namespace {
 
@@ -318,17 +321,20 @@ std::vector<apply_outcome> apply_in(pqxx::transaction_base& w,
       unmark.push_back(ev_ids[i]);
 
   tx->finish();
-  std::vector<std::string> status_orders, statuses;
-  for (auto& [id, o] : state)
-    if (o.exists && o.state.status != o.read_status) {
-      status_orders.push_back(id);
-      statuses.push_back(o.state.status);
-    }
-  if (!fx_events.empty() || !status_orders.empty())
+  // A changed status rides on the order's last effect row; a rule changes
+  // a status only while applying an event, which always has its row.
+  std::vector<std::optional<std::string>> fx_statuses(fx_events.size());
+  std::map<std::string, size_t> last_effect;
+  for (size_t k = 0; k < fx_orders.size(); ++k)
+    last_effect[fx_orders[k]] = k;
+  for (auto& [id, k] : last_effect)
+    if (auto& o = state[id]; o.exists && o.state.status != o.read_status)
+      fx_statuses[k] = o.state.status;
+  if (!fx_events.empty())
     w.exec_prepared("write_effects", consumer, array_literal(fx_events),
                     array_literal(fx_orders), array_literal(fx_kinds),
                     array_literal(fx_amounts), array_literal(fx_quantities),
-                    array_literal(status_orders), array_literal(statuses));
+                    persistence::nullable_array_literal(fx_statuses));
   if (!unmark.empty())
     w.exec_prepared("unmark", consumer, array_literal(unmark));
   if (!requeue_events.empty())

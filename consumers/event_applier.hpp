@@ -37,7 +37,7 @@ std::string lock_orders(const std::string& lock_class,
 /// marked (the others were marked before: duplicates).
 extern const char* const mark_and_read;
 /// $1 consumer, $2 event IDs, $3 order IDs, $4 kinds, $5 amounts, $6
-/// quantities; and the orders' new statuses: $7 order IDs, $8 statuses.
+/// quantities, $7 the order's new status on its last row (else NULL).
 extern const char* const write_effects;
 } // namespace sql
 

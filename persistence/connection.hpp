@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,9 @@ std::unique_ptr<pqxx::connection> open_connection(const std::string& dsn);
 /// text is safe.
 std::string array_literal(const std::vector<std::int64_t>& xs);
 std::string array_literal(const std::vector<std::string>& names);
+/// The same, with SQL NULL for an empty element.
+std::string
+nullable_array_literal(const std::vector<std::optional<std::string>>& xs);
 
 /// A read-committed read-write transaction whose first statement travels
 /// with its BEGIN, as one simple query: one round trip fewer than pqxx::work,
