@@ -449,7 +449,7 @@ TEST_CASE("a_drain_that_cannot_finish_stops_at_its_timeout_and_a_second_"
     REQUIRE(test::wait_until([&] {
       return db.scalar<long>(
                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
-               "'Lock' AND query LIKE 'INSERT INTO processed_events%'") > 0;
+               "'Lock' AND query LIKE '%INSERT INTO processed_events%'") > 0;
     }));
     auto asked = std::chrono::steady_clock::now();
     serve.signal(SIGTERM);
