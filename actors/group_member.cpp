@@ -11,8 +11,15 @@ using clock = std::chrono::steady_clock;
 
 namespace {
 
-/// Longest a poll blocks, so record_done messages are handled promptly.
-constexpr int poll_timeout_ms = 20;
+/// Longest a poll blocks while records are in flight or offsets wait for
+/// their commit, so record_done messages and commits are handled promptly
+/// (the member handles its messages between polls).
+constexpr int busy_poll_timeout_ms = 20;
+/// Longest a poll blocks otherwise. A record or a relay's announcement ends
+/// a poll at once; what waits for it is a drain, an exit or a restart of a
+/// partition actor, for which a quarter of a second is nothing, while an
+/// idle member that woke every 20 ms cost 50 wake-ups a second.
+constexpr int idle_poll_timeout_ms = 250;
 /// Offsets of a busy partition are committed at most this often.
 constexpr auto commit_interval = 100ms;
 /// How often lost positions are retried and the broker epoch is read.
@@ -136,7 +143,8 @@ void group_member_state::settle_parking(clock::time_point now) {
 
 void group_member_state::poll_once() {
   housekeeping();
-  auto rec = consumer->poll(poll_timeout_ms);
+  auto rec =
+    consumer->poll(flow->busy() ? busy_poll_timeout_ms : idle_poll_timeout_ms);
   if (rec) {
     // A partition whose actor waits for its restart drops what it fetched:
     // the restart rewinds it to the committed offset.

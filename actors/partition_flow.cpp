@@ -192,4 +192,10 @@ std::size_t partition_flow::parked() const {
                   [](const auto& x) { return x.second.parked; }));
 }
 
+bool partition_flow::busy() const {
+  return std::any_of(slots_.begin(), slots_.end(), [](const auto& x) {
+    return x.second.in_flight > 0 || x.second.done_up_to > x.second.committed;
+  });
+}
+
 } // namespace ef

@@ -106,6 +106,9 @@ public:
   /// been missed.
   std::vector<std::int32_t> unpark_all(clock::time_point now);
   std::size_t parked() const;
+  /// True while an actor holds a record or an applied offset waits for its
+  /// commit: record_done messages or a commit are due soon.
+  bool busy() const;
 
 private:
   /// A parked partition fetches again from `now`: the watchdog counts from
