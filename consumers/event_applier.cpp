@@ -86,17 +86,26 @@ const char* const sql::mark_and_read =
   )sql";
 // In offset order: business_effects.id then orders one order's effects. An
 // order's new status rides on its last effect row ($7, NULL on the others
-// and where no rule changed it). Each parameter is used once, so that
-// pgbench, which spells out every use, stays within its 255 arguments.
+// and where no rule changed it). The rows whose status changes are locked
+// first, in ID order: another consumer's rule may change statuses of the
+// same orders (its order locks are its own), and rows locked in each
+// batch's offset order could deadlock with it. Each parameter is used
+// once, so that pgbench, which spells out every use, stays within its 255
+// arguments.
 const char* const sql::write_effects =
   R"sql(
       WITH x AS (
         SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[],
                              $6::bigint[], $7::text[]) WITH ORDINALITY
           AS x(e, o, k, a, q, s, i)),
+      locked AS (
+        SELECT r.id FROM orders r JOIN x ON r.id = x.o::uuid
+        WHERE x.s IS NOT NULL ORDER BY r.id FOR UPDATE OF r),
       statuses AS (
         UPDATE orders r SET status = x.s, updated_at = clock_timestamp()
-        FROM x WHERE r.id = x.o::uuid AND x.s IS NOT NULL RETURNING 1)
+        FROM x WHERE r.id = x.o::uuid AND x.s IS NOT NULL
+          AND r.id IN (SELECT id FROM locked)
+        RETURNING 1)
       INSERT INTO business_effects (consumer, event_id, order_id, kind,
                                     amount_cents, quantity)
       SELECT $1, x.e::uuid, x.o::uuid, x.k, x.a, x.q FROM x ORDER BY x.i
