@@ -99,13 +99,11 @@ const char* const sql::write_effects =
                              $6::bigint[], $7::text[]) WITH ORDINALITY
           AS x(e, o, k, a, q, s, i)),
       locked AS (
-        SELECT r.id FROM orders r JOIN x ON r.id = x.o::uuid
+        SELECT r.id, x.s FROM orders r JOIN x ON r.id = x.o::uuid
         WHERE x.s IS NOT NULL ORDER BY r.id FOR UPDATE OF r),
       statuses AS (
-        UPDATE orders r SET status = x.s, updated_at = clock_timestamp()
-        FROM x WHERE r.id = x.o::uuid AND x.s IS NOT NULL
-          AND r.id IN (SELECT id FROM locked)
-        RETURNING 1)
+        UPDATE orders r SET status = l.s, updated_at = clock_timestamp()
+        FROM locked l WHERE r.id = l.id RETURNING 1)
       INSERT INTO business_effects (consumer, event_id, order_id, kind,
                                     amount_cents, quantity)
       SELECT $1, x.e::uuid, x.o::uuid, x.k, x.a, x.q FROM x ORDER BY x.i

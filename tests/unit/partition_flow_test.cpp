@@ -52,6 +52,21 @@ TEST_CASE("applied_offsets_are_committed_once_and_only_for_the_asked_"
   CHECK(f.next_offset(0) == 8);
 }
 
+TEST_CASE("a_member_is_busy_while_a_record_is_in_flight_or_an_applied_"
+          "offset_waits_for_its_commit") {
+  // What keeps a group member's poll short (20 ms, not 250).
+  partition_flow f(100);
+  auto t = partition_flow::clock::now();
+  f.start(0, false, t);
+  CHECK_FALSE(f.busy()); // owned, nothing handed out
+  f.fed(0, t);
+  CHECK(f.busy()); // its record_done is due
+  f.done(0, 5);
+  CHECK(f.busy()); // applied, not committed
+  f.committed(f.to_commit());
+  CHECK_FALSE(f.busy());
+}
+
 TEST_CASE("a_drain_pauses_everything_and_resumes_nothing") {
   partition_flow f(2);
   auto t = partition_flow::clock::now();
