@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <condition_variable>
 #include <csignal>
 #include <fstream>
 #include <mutex>
@@ -123,13 +124,29 @@ TEST_CASE("two_serve_processes_one_repeatedly_sigkilled_lose_no_order_and_"
   // One client places orders against whichever process answers, retrying
   // each order with its key until it is accepted, as a real client would,
   // for at most two minutes per order: past that it stops and says why.
+  // The client works in slices of orders/8, and the main thread kills
+  // process k%2 once slice k is placed. The client may run one slice ahead
+  // of the kills, never two: kill k lands while slice k+1 is being placed
+  // (requests in flight, the victim mid-pipeline), and always with orders
+  // still to place, on a fast machine or a slow one.
   constexpr int orders = 400;
+  constexpr int kills = 6;
+  constexpr int slice = orders / 8;
   std::atomic<int> accepted{0};
+  int killed = 0; // under mtx, signalled by kill_done
+  std::condition_variable kill_done;
+  std::atomic<bool> client_done{false};
+  std::atomic<bool> aborted{false}; // the main thread gave up: stop
   std::string stalled; // written by the client thread, read after join
   std::thread client([&] {
-    for (int i = 0; i < orders && stalled.empty(); ++i) {
+    for (int i = 0; i < orders && stalled.empty() && !aborted; ++i) {
+      int ahead = i / slice - 1; // the kills this slice must come after
+      if (i % slice == 0 && ahead > 0 && ahead <= kills) {
+        std::unique_lock<std::mutex> lock{mtx};
+        kill_done.wait(lock, [&] { return killed >= ahead || aborted; });
+      }
       auto deadline = std::chrono::steady_clock::now() + 120s;
-      for (int attempt = 0;; ++attempt) {
+      for (int attempt = 0; !aborted; ++attempt) {
         std::string url;
         {
           std::lock_guard<std::mutex> guard{mtx};
@@ -152,25 +169,53 @@ TEST_CASE("two_serve_processes_one_repeatedly_sigkilled_lose_no_order_and_"
         std::this_thread::sleep_for(10ms); // the client's retry pace
       }
     }
+    client_done = true;
   });
-  // Six kills, each once real work happened since the last (paced by
-  // progress, not time), and each while orders are still being placed:
-  // a kill after the last order would test nothing.
+  // However the main thread leaves this scope (a failed REQUIRE throws),
+  // the client stops and is joined first.
+  struct stop_client {
+    std::atomic<bool>& aborted;
+    std::thread& client;
+    std::mutex& mtx;
+    std::condition_variable& kill_done;
+    ~stop_client() {
+      if (client.joinable()) {
+        {
+          std::lock_guard<std::mutex> guard{mtx};
+          aborted = true;
+        }
+        kill_done.notify_all();
+        client.join();
+      }
+    }
+  } stop_on_exit{aborted, client, mtx, kill_done};
+  // Six kills, each after real work (paced by progress, not time).
   std::vector<int> accepted_at_kill;
-  for (int round = 0; round < 6; ++round) {
+  for (int round = 0; round < kills; ++round) {
     REQUIRE(test::wait_until(
-      [&] { return accepted >= (round + 1) * orders / 8; }, 120s));
+      [&] { return accepted >= (round + 1) * slice || client_done; }, 300s));
+    if (client_done)
+      break; // it stalled: said below
     int victim = round % 2;
     accepted_at_kill.push_back(accepted);
     serve[victim]->signal(SIGKILL);
     CHECK(serve[victim]->wait() == 128 + SIGKILL);
+    {
+      std::lock_guard<std::mutex> guard{mtx};
+      ++killed;
+    }
+    kill_done.notify_all();
     launch(victim);
   }
   client.join();
   INFO(stalled);
   REQUIRE(stalled.empty());
-  for (auto at : accepted_at_kill)
-    CHECK(at < orders);
+  REQUIRE(accepted_at_kill.size() == kills);
+  for (int round = 0; round < kills; ++round) {
+    CHECK(accepted_at_kill[round] >= (round + 1) * slice);
+    CHECK(accepted_at_kill[round] <= (round + 2) * slice);
+    CHECK(accepted_at_kill[round] < orders);
+  }
   REQUIRE(
     test::wait_until([&] { return test::quiescent(db, cfg, brokers); }, 180s));
   auto v = app::verify(cfg, db.dsn(), brokers);

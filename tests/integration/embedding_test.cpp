@@ -12,14 +12,47 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/base_sink.h>
 
+#include <mutex>
 #include <sstream>
 
 using namespace ef;
 using namespace std::chrono_literals;
 
 namespace {
+
+/// A sink that keeps EventForge's lines for the test to read. Actors write
+/// from their own threads, possibly while the test reads (a supervisor logs
+/// a crash as services go away), so the text is read under the lock that
+/// spdlog's base_sink takes for every line it writes.
+class captured_lines : public spdlog::sinks::base_sink<std::mutex> {
+public:
+  std::string text() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return text_;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    text_.clear();
+  }
+
+protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    text_.append(line.data(), line.size());
+  }
+  void flush_() override {}
+
+private:
+  std::string text_;
+};
+
+/// Gives EventForge's logger a sink of `lines` alone.
+void capture_into(const std::shared_ptr<captured_lines>& lines) {
+  ef::log::use(std::make_shared<spdlog::logger>(ef::log::logger_name, lines));
+}
 
 using place_atom = caf::atom_constant<caf::atom("place")>;
 
@@ -239,13 +272,11 @@ TEST_CASE("a_hosts_log_settings_govern_eventforges_lines_only_and_json_comes_"
   kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
   endpoints where{db.dsn(), broker.bootstrap_servers()};
   // The host gives EventForge's logger a sink of its own.
-  std::ostringstream lines;
-  ef::log::use(std::make_shared<spdlog::logger>(
-    ef::log::logger_name,
-    std::make_shared<spdlog::sinks::ostream_sink_mt>(lines)));
+  auto lines = std::make_shared<captured_lines>();
+  capture_into(lines);
   spdlog::default_logger()->set_level(spdlog::level::info);
   auto run = [&](const std::string& level, const std::string& format) {
-    lines.str("");
+    lines->clear();
     cfg.log.level = level;
     cfg.log.format = format;
     test::tree t(cfg, where);
@@ -253,7 +284,7 @@ TEST_CASE("a_hosts_log_settings_govern_eventforges_lines_only_and_json_comes_"
               .first == 201);
     REQUIRE(await_applied(cfg, where, 60s).applied);
     t.stop();
-    return lines.str();
+    return lines->text();
   };
   // [log] level=warn: none of EventForge's info lines (a tree that starts
   // and applies an order writes several at info).
@@ -286,10 +317,8 @@ TEST_CASE("an_instance_stops_its_tree_before_its_services_and_a_runtime_"
   cfg.kafka.brokers.clear();
   cfg.database.data_dir = dir.path + "/pg";
   cfg.database.durable = false;
-  std::ostringstream lines;
-  ef::log::use(std::make_shared<spdlog::logger>(
-    ef::log::logger_name,
-    std::make_shared<spdlog::sinks::ostream_sink_mt>(lines)));
+  auto lines = std::make_shared<captured_lines>();
+  capture_into(lines);
   caf::actor_system_config caf_cfg;
   ef::configure_actor_system(caf_cfg);
   caf::actor_system sys{caf_cfg};
@@ -310,14 +339,14 @@ TEST_CASE("an_instance_stops_its_tree_before_its_services_and_a_runtime_"
   // stop() returns once the root is off the live trees, not merely down:
   // ~runtime, right after it, must not see a tree (CI caught that race).
   CHECK(running_trees() == before);
-  CHECK(lines.str().find("still run") == std::string::npos);
+  CHECK(lines->text().find("still run") == std::string::npos);
 
   // The parts in the wrong order: the services go while the tree runs.
   auto services = std::make_unique<app::runtime>(cfg);
   auto root = ef::start(sys, cfg, services->where());
   services.reset();
-  CHECK(lines.str().find("while 1 EventForge tree(s) still run: stop the "
-                         "tree first") != std::string::npos);
+  CHECK(lines->text().find("while 1 EventForge tree(s) still run: stop the "
+                           "tree first") != std::string::npos);
   CHECK(ef::stop(sys, root, 60s));
   CHECK(running_trees() == before);
   ef::log::use(nullptr);

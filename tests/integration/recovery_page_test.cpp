@@ -10,7 +10,10 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 using namespace ef;
@@ -37,6 +40,33 @@ std::string screenshot_dir() {
   return dir;
 }
 
+/// The last lines of a file, for a failure message.
+std::string tail_of(const std::string& path, std::size_t max_chars = 4000) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  return text.size() > max_chars ? text.substr(text.size() - max_chars) : text;
+}
+
+/// Fails the test at once, naming what is missing and how to get it, if
+/// the browser driver cannot run (instead of failing later on its empty
+/// output, after a serve and a chaos run).
+void require_browser_driver() {
+  auto browser_dir = std::string(EF_SOURCE_DIR) + "/tests/browser";
+  if (test::run_command("command -v node").first != 0)
+    FAIL("node is not installed: run bash scripts/setup.sh");
+  auto chromium = std::getenv("EF_CHROMIUM");
+  if (!std::filesystem::exists(chromium ? chromium : "/usr/bin/chromium"))
+    FAIL("no Chromium at " << (chromium ? chromium : "/usr/bin/chromium")
+                           << ": run bash scripts/setup.sh (Debian's "
+                              "chromium) or set EF_CHROMIUM");
+  if (!std::filesystem::exists(browser_dir + "/node_modules/playwright-core"))
+    FAIL(browser_dir << "/node_modules/playwright-core is missing (a build "
+                        "configured by hand?): run bash scripts/setup.sh, or "
+                        "cd tests/browser && "
+                        "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci");
+}
+
 /// Runs the browser driver; returns its one JSON object (its log goes to
 /// `log`). Fails the test if it exits non-zero.
 json drive(const std::string& url, const std::string& mode,
@@ -46,7 +76,7 @@ json drive(const std::string& url, const std::string& mode,
     "(node " + script + " --url " + url + " --out " + screenshot_dir() +
     " --mode " + mode + " " + extra + " 2>" + log + ")");
   INFO("driver output: " << out);
-  INFO("driver log: " << log);
+  INFO("driver log (" << log << "): " << tail_of(log));
   json r = json::parse(out, nullptr, false);
   REQUIRE_FALSE(r.is_discarded());
   CHECK(r["console_errors"].empty());
@@ -97,6 +127,7 @@ long effects(test::database& db, const std::string& consumer,
 
 TEST_CASE("every_scenario_run_from_the_page_shows_what_postgres_and_the_"
           "broker_recorded") {
+  require_browser_driver();
   test::database db;
   test::temp_dir logs;
   auto cfg = test::test_settings();
@@ -209,6 +240,7 @@ TEST_CASE("every_scenario_run_from_the_page_shows_what_postgres_and_the_"
 
 TEST_CASE("after_a_chaos_run_of_1000_orders_the_read_only_page_shows_durable_"
           "state_and_scenarios_change_nothing") {
+  require_browser_driver();
   test::database db;
   test::temp_dir logs;
   auto cfg = test::test_settings();
