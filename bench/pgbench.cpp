@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -65,8 +66,16 @@ std::string find_pgbench(const std::string& bin_dir) {
                            "postgresql-15, which bench needs anyway)");
 }
 
-pgbench_result run_pgbench(const std::string& pgbench, const std::string& dsn,
-                           const pgbench_job& job) {
+namespace {
+
+/// pgbench's exit status and everything it printed.
+struct pgbench_run {
+  int status = -1;
+  std::string output;
+};
+
+pgbench_run run_once(const std::string& pgbench, const std::string& dsn,
+                     const pgbench_job& job) {
   // temp_directory_path() honours TMPDIR.
   auto dir = std::filesystem::temp_directory_path().string();
   std::string templ = dir + "/eventforge-pgbench-XXXXXX";
@@ -88,27 +97,50 @@ pgbench_result run_pgbench(const std::string& pgbench, const std::string& dsn,
     (job.transactions > 0 ? " -t " + std::to_string(job.transactions)
                           : " -T " + std::to_string(job.seconds)) +
     " -f " + shell_quote(path) + " " + shell_quote(dsn) + " 2>&1";
-  std::string output;
-  int status = -1;
+  pgbench_run run;
   if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[4096];
+    char chunk[4096];
     size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-      output.append(buf, n);
-    status = pclose(p);
+    while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+      run.output.append(chunk, n);
+    run.status = pclose(p);
   }
   std::remove(path.c_str());
-  pgbench_result r;
-  r.tps = number_after(output, "tps = ");
-  r.transactions = static_cast<long>(
-    number_after(output, "number of transactions actually processed: "));
-  r.latency_avg_ms = number_after(output, "latency average = ");
-  bool failed = number_after(output, "number of failed transactions: ") > 0;
-  if (status != 0 || r.tps < 0 || failed)
-    throw std::runtime_error("pgbench " + job.label + " failed (exit " +
-                             std::to_string(WEXITSTATUS(status)) +
-                             "):" + errors_of(output));
-  return r;
+  return run;
+}
+
+} // namespace
+
+pgbench_result run_pgbench(const std::string& pgbench, const std::string& dsn,
+                           const pgbench_job& job) {
+  auto attempt = job;
+  for (int tries = 1;; ++tries) {
+    auto run = run_once(pgbench, dsn, attempt);
+    pgbench_result r;
+    r.tps = number_after(run.output, "tps = ");
+    r.transactions = static_cast<long>(
+      number_after(run.output, "number of transactions actually processed: "));
+    r.latency_avg_ms = number_after(run.output, "latency average = ");
+    bool failed =
+      number_after(run.output, "number of failed transactions: ") > 0;
+    // A timed run on a busy machine can spend its whole duration connecting
+    // its clients and process nothing (then pgbench prints no tps): that
+    // measured nothing, so it runs again, twice as long, at most twice more.
+    bool measured_nothing = run.status == 0 && !failed && r.transactions == 0;
+    if (measured_nothing && attempt.transactions == 0 && tries < 3) {
+      attempt.seconds = std::max(1, attempt.seconds) * 2;
+      continue;
+    }
+    if (run.status != 0 || r.tps < 0 || failed)
+      throw std::runtime_error("pgbench " + job.label + " failed (exit " +
+                               std::to_string(WEXITSTATUS(run.status)) + ")" +
+                               (measured_nothing
+                                  ? " after " + std::to_string(tries) +
+                                      " runs that processed no transaction"
+                                  : "") +
+                               ":" + errors_of(run.output));
+    return r;
+  }
 }
 
 } // namespace ef::bench
