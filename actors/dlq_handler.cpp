@@ -154,6 +154,7 @@ void dlq_handler_state::sweep_replays() {
     std::chrono::milliseconds(ctx->cfg.kafka.delivery_timeout_ms + 1000);
   try {
     ops->sweep_replays(grace);
+    ops->release_orphans();
   } catch (const persistence::db_error& e) {
     // Read again next time; an outage is reported by others.
     ef::log::debug("dlq: cannot look for unfinished replays: {}", e.what());
@@ -189,13 +190,26 @@ caf::result<dlq_reply> dlq_handler_state::execute(const dlq_command& cmd) {
   case dlq_verb::discard: {
     if (!store.get(cmd.id))
       return make_api_error(api_errc::not_found, "no such DLQ entry", "id");
+    // Past this point the answer says what the action did: a failure after
+    // a committed step is not "nothing was written" (docs/dlq.md).
     auto r = cmd.verb == dlq_verb::replay ? ops->replay(cmd.id, cmd.actor)
                                           : ops->discard(cmd.id, cmd.actor);
-    if (!r.ok && !r.pending)
+    using result = dlq_operations::result;
+    switch (r.what) {
+    case result::refused:
       return make_api_error(api_errc::conflict, r.message, "id");
-    auto now = store.get(cmd.id);
-    return dlq_reply{nlohmann::json{
-      {"id", cmd.id}, {"result", r.message}, {"status", now ? now->status : ""}}
+    case result::unavailable:
+      return make_api_error(api_errc::unavailable, r.message);
+    case result::unknown:
+      return make_api_error(api_errc::outcome_unknown, r.message);
+    case result::done:
+    case result::pending:
+      break;
+    }
+    return dlq_reply{nlohmann::json{{"id", cmd.id},
+                                    {"result", r.message},
+                                    {"status", r.status},
+                                    {"done", r.what == result::done}}
                        .dump()};
   }
   }
@@ -240,9 +254,8 @@ dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
       } catch (const injected_crash&) {
         throw; // a crash point of the replay: the actor fails, as it would
       } catch (const persistence::db_error& e) {
-        // Every step of a replay is durable before the next, and a discard
-        // is one transaction: a failed call changed nothing or left a
-        // replay the sweep finishes.
+        // A read (list, show, groups, the entry's existence) failed: reads
+        // change nothing. Replay and discard answer for themselves above.
         return make_api_error(api_errc::unavailable,
                               std::string("database: ") + e.what());
       } catch (const std::exception& e) {

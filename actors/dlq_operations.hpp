@@ -30,12 +30,26 @@ namespace ef {
 /// twice is harmless: the second copy is a suppressed duplicate.
 class dlq_operations {
 public:
+  /// What an action did: what its answer must say.
+  enum class result {
+    done,        ///< did what was asked
+    pending,     ///< the intent is durable; the DLQ handler finishes it
+    refused,     ///< changed nothing: the entry's state does not allow it
+    unavailable, ///< changed nothing: the database could not be reached
+    unknown,     ///< the connection broke during the commit of a change
+  };
+
   struct outcome {
-    bool ok = false;
+    outcome(result r, std::string text, std::string left_as = {})
+        : what(r), message(std::move(text)), status(std::move(left_as)) {
+      // nop
+    }
+    result what;
     std::string message;
-    /// Not done, but not refused either: the replay's intent is recorded
-    /// and its publish failed; the sweep publishes it again.
-    bool pending = false;
+    /// The entry's status as this action left it ("" when unchanged or
+    /// unknown): an answer says it without reading it back.
+    std::string status;
+    bool ok() const { return what == result::done; }
   };
 
   /// `faults`: the crash points of the replay's steps (none if null).
@@ -53,9 +67,14 @@ public:
   outcome discard(std::int64_t id, const std::string& actor);
 
   /// Replays the oldest parked entry of (consumer, order_key), if any.
-  /// Returns false if there was none.
+  /// Returns false if there was none or its replay did not start.
   bool release_next(const std::string& consumer, const std::string& order_key,
                     const std::string& actor);
+
+  /// Releases, at most `limit` per call, parked events left waiting behind
+  /// nothing but discarded ones (a discard whose own release failed after
+  /// its commit); returns how many it released. Run by the DLQ handler.
+  int release_orphans(int limit = 10);
 
   /// Finishes replays left "replaying" for longer than `grace` (a crash or
   /// a failed publish between the steps), at most `limit` per call; returns
@@ -65,6 +84,10 @@ public:
   persistence::dlq_store& store() { return *store_; }
 
 private:
+  /// Records an audit line; a failure to write it is logged, not thrown.
+  void note_action(std::int64_t id, const std::string& action,
+                   const std::string& actor, const std::string& what);
+
   /// Steps 2 and 3 for an entry that is "replaying".
   outcome publish_replay(const persistence::dlq_entry& e,
                          const std::string& actor, const std::string& action);

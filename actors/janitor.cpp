@@ -28,7 +28,7 @@ bool janitor_state::sweep() {
     more = more || n == r.batch_size;
   }
   if (r.dlq_resolved_s > 0) {
-    auto n = persistence::delete_resolved_dlq_entries(
+    auto n = persistence::prune_resolved_dlq_entries(
       ctx->dsn, r.dlq_resolved_s, r.batch_size);
     ctx->metrics->add("retention_deleted_total", {{"table", "dlq_events"}},
                       static_cast<std::uint64_t>(n));

@@ -8,6 +8,7 @@
 #include "persistence/db_error.hpp"
 #include <eventforge/config/logging.hpp>
 #include <eventforge/config/options.hpp>
+#include <eventforge/messages/dlq_messages.hpp>
 
 #include <set>
 
@@ -24,8 +25,11 @@ public:
                               ctx->cfg.kafka.delivery_timeout_ms, ctx->faults) {
   }
 
-  std::optional<std::string> own_status(const std::string& event_id) override {
-    return ops_.store().status_of(consumer_, event_id);
+  bool replay_is_ours(std::int64_t entry_id) override {
+    auto target = ops_.store().replay_target(entry_id);
+    return target && target->first == consumer_ &&
+           (target->second == dlq_status::replaying ||
+            target->second == dlq_status::replayed);
   }
 
   std::optional<head> parked_head(const std::string& order_id) override {
@@ -88,7 +92,10 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
       ctx_->cfg.kafka.delivery_timeout_ms, "eventforge-dlq-" + consumer_);
   auto d = producer_->publish_raw(
     rec.key, rec.value,
-    {{record_header::event_id, ev ? ev->event_id : rec.event_id_header},
+    // The entry's own key, so the DLQ topic's reader files this copy under
+    // the same entry: for an undecodable record that is its position, also
+    // when the record carried an event_id header of its own.
+    {{record_header::event_id, e.event_id},
      {record_header::dlq_source_topic, e.source_topic},
      {record_header::dlq_source_partition, std::to_string(rec.partition)},
      {record_header::dlq_source_offset, std::to_string(rec.offset)},

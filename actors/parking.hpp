@@ -26,11 +26,12 @@ public:
 
   virtual ~parking() = default;
 
-  /// The status of this consumer's own DLQ entry for `event_id` (parked,
-  /// replaying, replayed, discarded), or nullopt if it has none: a DLQ
-  /// replay reaches every consumer, and each decides by its own entry.
-  virtual std::optional<std::string>
-  own_status(const std::string& event_id) = 0;
+  /// Whether a DLQ replay record carrying `dlq.replay_of: entry_id` is for
+  /// this consumer: the entry is this consumer's own and is replaying or
+  /// replayed. A replay reaches every consumer of the topic; any other one
+  /// (another consumer's entry, one this consumer parked anew, one gone)
+  /// is skipped, whatever this consumer's marks say or retention deleted.
+  virtual bool replay_is_ours(std::int64_t entry_id) = 0;
 
   /// The oldest parked event of the order, if any.
   virtual std::optional<head> parked_head(const std::string& order_id) = 0;
@@ -42,8 +43,9 @@ public:
                     const failure& why, int attempts,
                     const std::string& first_failure_at) = 0;
 
-  /// A replayed head went through: replays the next parked event of the
-  /// order, so its events follow in their original order. False if none.
+  /// A replay for this consumer went through: replays the next parked
+  /// event of the order, so its events follow in their original order.
+  /// False if none.
   virtual bool release_next(const std::string& order_id) = 0;
 };
 

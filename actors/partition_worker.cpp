@@ -9,6 +9,9 @@
 #include <eventforge/messages/atoms.hpp>
 #include <eventforge/messages/dlq_messages.hpp>
 
+#include <cerrno>
+#include <cstdlib>
+
 namespace ef {
 
 namespace {
@@ -25,6 +28,15 @@ failure classify(const persistence::db_error& e) {
 
 bool is_replay(const partition_record& rec) {
   return !rec.header(record_header::dlq_replay_of).empty();
+}
+
+/// The DLQ entry a replay record is for; 0 if its header is not a number.
+std::int64_t replay_entry(const partition_record& rec) {
+  auto& v = rec.header(record_header::dlq_replay_of);
+  char* end = nullptr;
+  errno = 0;
+  auto id = std::strtoll(v.c_str(), &end, 10);
+  return v.empty() || errno != 0 || *end != '\0' ? 0 : id;
 }
 
 double seconds_since(clock::time_point t) {
@@ -50,22 +62,23 @@ partition_worker_state::blocked_behind_parked(const order_event& ev,
 std::optional<failure>
 partition_worker_state::attempt(const partition_record& rec) try {
   notes->attempted();
+  // A replay reaches every consumer, and only the one it is for applies
+  // it: the others applied the event, parked their own copy (which waits
+  // for its own replay) or discarded it, and none of that may depend on a
+  // mark that retention can delete. Decided before decoding, so another
+  // consumer's undecodable entry parks nothing here.
+  bool ours = is_replay(rec) && dlq->replay_is_ours(replay_entry(rec));
+  if (is_replay(rec) && !ours) {
+    ef::log::info("{}: replay of DLQ entry {} (partition {} offset {}) is "
+                  "not this consumer's; skipped",
+                  consumer, rec.header(record_header::dlq_replay_of),
+                  rec.partition, rec.offset);
+    return std::nullopt;
+  }
   std::string error;
   auto ev = kafka::decode_value(rec.value, rec.key, error);
   if (!ev)
     return failure{failure_class::permanent, "undecodable", error};
-  if (is_replay(rec)) {
-    // A replay reaches every consumer; each decides by its own DLQ entry.
-    // Discarded here: never applied. Still parked here: the replay was
-    // another consumer's, and this consumer's copy waits for its own.
-    auto own = dlq->own_status(ev->event_id);
-    if (own == std::string(dlq_status::discarded) ||
-        own == std::string(dlq_status::parked)) {
-      ef::log::info("{}: replay of event {} skipped (own entry {})", consumer,
-                    ev->event_id, *own);
-      return std::nullopt;
-    }
-  }
   notes->delivered(*ev, rec);
   if (auto blocked = blocked_behind_parked(*ev, rec))
     return blocked;
@@ -83,9 +96,10 @@ partition_worker_state::attempt(const partition_record& rec) try {
   // The seed's consumer window: committed in the DB, offset not yet.
   if (faults->after_db_before_offset(one) == 0)
     throw injected_crash(crash_point::consumer_after_db_before_offset);
-  // A replayed head is through: release the next parked event of its order,
-  // so the order's events follow in their original order.
-  if (is_replay(rec) && dlq->release_next(ev->order_id))
+  // A replay for this consumer is through: release the next parked event
+  // of its order, so the order's events follow in their original order.
+  // Only the consumer it was for: another's replay releases nothing here.
+  if (ours && dlq->release_next(ev->order_id))
     ef::log::info("{}: released the next parked event of order {}", consumer,
                   ev->order_id);
   return std::nullopt;

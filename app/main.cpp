@@ -186,6 +186,24 @@ struct dlq_args {
   bool dry_run = false;
 };
 
+/// `eventforge dlq replay|discard`'s exit status: 0 done (or a replay whose
+/// publish the DLQ handler finishes), 1 refused or nothing changed, 3 the
+/// outcome is unknown (the message says how to settle it).
+int dlq_exit_code(const ef::dlq_operations::outcome& r) {
+  using result = ef::dlq_operations::result;
+  switch (r.what) {
+  case result::done:
+  case result::pending:
+    return 0;
+  case result::unknown:
+    return 3;
+  case result::refused:
+  case result::unavailable:
+    break;
+  }
+  return 1;
+}
+
 int dlq_command_line(const settings& cfg, const dlq_args& a) {
   // Only a replay publishes: list, show and discard read and write the
   // database alone.
@@ -238,7 +256,7 @@ int dlq_command_line(const settings& cfg, const dlq_args& a) {
       }
       auto r = ops.replay(e.id, actor);
       std::cout << r.message << "\n";
-      failed += r.ok ? 0 : 1;
+      failed += dlq_exit_code(r) == 0 ? 0 : 1;
     }
     return failed == 0 ? 0 : 1;
   }
@@ -249,8 +267,9 @@ int dlq_command_line(const settings& cfg, const dlq_args& a) {
     }
     auto r =
       a.action == "replay" ? ops.replay(a.id, actor) : ops.discard(a.id, actor);
-    (r.ok ? std::cout : std::cerr) << r.message << std::endl;
-    return r.ok ? 0 : 1;
+    auto code = dlq_exit_code(r);
+    (code == 0 ? std::cout : std::cerr) << r.message << std::endl;
+    return code;
   }
   std::cerr << "eventforge: unknown dlq action \"" << a.action
             << "\" (list, show, replay, discard)" << std::endl;

@@ -490,17 +490,20 @@ std::vector<option> make_options() {
     "processed-events.retention",
     [](settings& s) -> int& { return s.retention.processed_events_s; }, 0,
     max_int,
-    "seconds a processed_events mark is kept; 0 keeps them forever. Must be "
-    "0 or at least outbox.retention (a row without its mark would be "
-    "republished and applied twice), and exceed the broker's retention plus "
-    "the longest replay window"));
+    "seconds an applied processed_events mark is kept, and never while its "
+    "outbox row exists; a discard's mark is kept for good. 0 keeps them "
+    "forever. Must be 0 or at least outbox.retention (a row without its "
+    "mark would be republished and applied twice), and exceed the broker's "
+    "retention (a group that starts over at the log start meets its "
+    "records again)"));
   v.push_back(int_opt<int>(
     "dlq.retention",
     [](settings& s) -> int& { return s.retention.dlq_resolved_s; }, 0, max_int,
-    "seconds a replayed or discarded DLQ entry (with its actions) is kept "
-    "after it was resolved; parked and replaying entries are never deleted. "
-    "0 keeps them forever. Must be 0 or at least outbox.retention (a "
-    "discarded event whose entry is gone would be republished by a repair)"));
+    "seconds a replayed or discarded DLQ entry keeps its record's bytes and "
+    "its actions after it was resolved; then they are pruned, while the "
+    "entry and its decision stay for good (a discard is also a mark in "
+    "processed_events). Parked and replaying entries are never pruned. 0 "
+    "keeps everything forever"));
   v.push_back(int_opt<int>(
     "retention.batch-size",
     [](settings& s) -> int& { return s.retention.batch_size; }, 1, 1000000,
@@ -679,10 +682,9 @@ bool is_loopback(const std::string& host) {
 namespace {
 
 /// A repair republishes an outbox row that its consumer neither marked nor
-/// parked. So what tells "already applied" (a mark) or "never apply" (a
-/// discarded DLQ entry) must outlive the row: `key`'s retention `value`
-/// (0 = forever) must be 0 or at least outbox.retention. `what_goes` says
-/// what goes wrong otherwise.
+/// parked. So what tells "already applied" (a mark) must outlive the row:
+/// `key`'s retention `value` (0 = forever) must be 0 or at least
+/// outbox.retention. `what_goes` says what goes wrong otherwise.
 std::optional<std::string> outlives_rows(const char* key, int value,
                                          int outbox_s, const char* rows,
                                          const char* what_goes) {
@@ -700,11 +702,6 @@ std::optional<std::string> outlives_rows(const char* key, int value,
 
 std::optional<std::string> validate(const settings& s) {
   auto& r = s.retention;
-  if (auto err = outlives_rows(
-        "dlq.retention", r.dlq_resolved_s, r.outbox_s, "entries",
-        "a discarded event whose entry is gone would be republished and "
-        "applied"))
-    return err;
   // Scenarios place orders and crash actors on purpose, without a token:
   // only a client on this machine may ask for them.
   if (s.demo.enabled && !is_loopback(s.http.host))

@@ -153,7 +153,9 @@ std::int64_t dlq_store::park(const dlq_entry& e, bool repark) {
       "(SELECT 1 FROM processed_events WHERE consumer = $1 AND event_id = "
       "$16::uuid) "
       "ON CONFLICT (consumer, event_id) DO UPDATE SET status = 'parked', "
-      "resolved_at = NULL, error_class = EXCLUDED.error_class, "
+      "resolved_at = NULL, pruned_at = NULL, key = EXCLUDED.key, value = "
+      "EXCLUDED.value, traceparent = EXCLUDED.traceparent, error_class = "
+      "EXCLUDED.error_class, "
       "error_message = EXCLUDED.error_message, fingerprint = "
       "EXCLUDED.fingerprint, attempts = EXCLUDED.attempts, last_failure_at = "
       "EXCLUDED.last_failure_at, parked_at = clock_timestamp() "
@@ -279,10 +281,14 @@ std::optional<dlq_entry>
 dlq_store::begin_replay(std::int64_t id, std::string& status_if_refused) {
   return db_->run([&](pqxx::connection& c) -> std::optional<dlq_entry> {
     pqxx::work w(c);
+    // Only from parked: a replaying entry is being published (the sweep
+    // publishes it again if that fails), and a replayed one was applied or
+    // parked anew; replaying it again would count on a mark that
+    // processed-events.retention may have deleted by then.
     auto r = w.exec_params(
       "UPDATE dlq_events SET status = 'replaying', replay_started_at = "
-      "clock_timestamp(), resolved_at = NULL WHERE id = $1 AND status <> "
-      "'discarded' RETURNING id",
+      "clock_timestamp(), resolved_at = NULL WHERE id = $1 AND status = "
+      "'parked' RETURNING id",
       id);
     if (r.empty()) {
       auto s = w.exec_params("SELECT status FROM dlq_events WHERE id = $1", id);
@@ -293,6 +299,20 @@ dlq_store::begin_replay(std::int64_t id, std::string& status_if_refused) {
     w.commit();
     return e;
   });
+}
+
+std::optional<std::pair<std::string, std::string>>
+dlq_store::replay_target(std::int64_t id) {
+  return db_->run(
+    [&](pqxx::connection& c) -> std::optional<std::pair<std::string, std::string>> {
+      pqxx::read_transaction t(c);
+      auto r = t.exec_params(
+        "SELECT consumer, status FROM dlq_events WHERE id = $1", id);
+      if (r.empty())
+        return std::nullopt;
+      return std::make_pair(r[0][0].as<std::string>(),
+                            r[0][1].as<std::string>());
+    });
 }
 
 void dlq_store::finish_replay(std::int64_t id, std::int32_t partition,
@@ -351,20 +371,56 @@ dlq_store::claim_stale_replays(std::chrono::milliseconds grace, int limit) {
   return out;
 }
 
-bool dlq_store::discard(std::int64_t id, const std::string& actor) {
+std::vector<std::int64_t> dlq_store::orphaned_heads(int limit) {
+  std::vector<std::int64_t> out;
+  db_->run([&](pqxx::connection& c) {
+    out.clear();
+    pqxx::read_transaction t(c);
+    // Parked behind an earlier event of the order that is now discarded,
+    // with nothing else before it: the release its discard owed it.
+    for (const auto& row : t.exec_params(
+           "SELECT d.id FROM dlq_events d WHERE d.status = 'parked' AND "
+           "d.error_class = 'parked_behind' AND EXISTS (SELECT 1 FROM "
+           "dlq_events e WHERE e.consumer = d.consumer AND e.order_key = "
+           "d.order_key AND (e.source_offset, e.id) < (d.source_offset, "
+           "d.id)) AND NOT EXISTS (SELECT 1 FROM dlq_events e WHERE "
+           "e.consumer = d.consumer AND e.order_key = d.order_key AND "
+           "(e.source_offset, e.id) < (d.source_offset, d.id) AND e.status "
+           "<> 'discarded') ORDER BY d.id LIMIT $1",
+           limit))
+      out.push_back(row[0].as<std::int64_t>());
+  });
+  return out;
+}
+
+discard_result dlq_store::discard(std::int64_t id, const std::string& actor) {
   return db_->run([&](pqxx::connection& c) {
     pqxx::work w(c);
     auto r = w.exec_params("UPDATE dlq_events SET status = 'discarded', "
                            "resolved_at = clock_timestamp() WHERE id = $1 AND "
-                           "status = 'parked' RETURNING 1",
+                           "status = 'parked' RETURNING consumer, event_id",
                            id);
     if (r.empty())
-      return false;
+      return discard_result::not_parked;
+    // The decision, where the idempotency guard meets it: a mark that says
+    // "discarded", kept whatever the retention. If the consumer applied the
+    // event meanwhile (a redelivered head may pass), the guard holds that
+    // mark: the discard would say what did not happen, so it is refused.
+    auto consumer = r[0][0].as<std::string>();
+    auto event_id = r[0][1].as<std::string>();
+    if (uuid_at(event_id, 0) && event_id.size() == 36) {
+      auto marked = w.exec_params(
+        "INSERT INTO processed_events (consumer, event_id, outcome) VALUES "
+        "($1, $2::uuid, 'discarded') ON CONFLICT DO NOTHING RETURNING 1",
+        consumer, event_id);
+      if (marked.empty())
+        return discard_result::already_applied; // rolled back
+    }
     w.exec_params("INSERT INTO dlq_actions (dlq_id, action, actor, outcome) "
                   "VALUES ($1, 'discard', $2, 'discarded')",
                   id, printable(actor));
     w.commit();
-    return true;
+    return discard_result::discarded;
   });
 }
 

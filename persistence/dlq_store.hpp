@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ef::persistence {
@@ -47,6 +48,14 @@ struct dlq_group {
   double oldest_age_seconds = 0;
 };
 
+/// What a discard did.
+enum class discard_result {
+  discarded,      ///< the entry is discarded and its consumer's mark says so
+  not_parked,     ///< no such entry, or it is not parked: nothing changed
+  already_applied ///< its consumer applied the event meanwhile: nothing
+                  ///< changed
+};
+
 /// The DLQ's durable state (dlq_events, dlq_actions). Throws db_error.
 class dlq_store {
 public:
@@ -82,12 +91,16 @@ public:
   std::vector<dlq_entry> in_group(const std::string& fingerprint);
 
   /// Step 1 of a replay: records the intent durably (status replaying,
-  /// replay_started_at now) before anything is published. Allowed from
-  /// parked, replaying and replayed; returns the entry as it now is, or
-  /// nullopt if there is none or it was discarded (`status_if_refused`
-  /// then says which: "" for none).
+  /// replay_started_at now) before anything is published. Only a parked
+  /// entry can start a replay; returns the entry as it now is, or nullopt
+  /// (`status_if_refused` then says why: the entry's status, "" for none).
   std::optional<dlq_entry> begin_replay(std::int64_t id,
                                         std::string& status_if_refused);
+
+  /// The consumer and status of entry `id`, if it exists: whom a replay
+  /// record carrying `dlq.replay_of: id` is for.
+  std::optional<std::pair<std::string, std::string>>
+  replay_target(std::int64_t id);
 
   /// Step 3, after the broker acknowledged the republished record: marks a
   /// replaying entry replayed and records the action, in one transaction.
@@ -108,10 +121,16 @@ public:
   std::vector<dlq_entry> claim_stale_replays(std::chrono::milliseconds grace,
                                              int limit);
 
-  /// Marks a PARKED entry discarded and records the action, in one
-  /// transaction. Returns false (and records nothing) if the entry does not
-  /// exist or is not parked (a replay in progress is never discarded).
-  bool discard(std::int64_t id, const std::string& actor);
+  /// Marks a PARKED entry discarded, writes its consumer's "discarded"
+  /// mark (for an event with a UUID) and records the action, in one
+  /// transaction; changes nothing unless it returns `discarded` (a replay
+  /// in progress is never discarded, nor an event its consumer applied).
+  discard_result discard(std::int64_t id, const std::string& actor);
+
+  /// At most `limit` parked entries that wait behind earlier entries of
+  /// their order which are all discarded: a discard's release that did not
+  /// happen. Oldest first.
+  std::vector<std::int64_t> orphaned_heads(int limit);
 
   /// Error class plus the message's shape (numbers, UUIDs and quoted text
   /// replaced), so the same failure on different events groups together.

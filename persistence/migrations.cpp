@@ -336,6 +336,29 @@ constexpr const char* v9_effect_quantity = R"sql(
 ALTER TABLE business_effects ADD COLUMN quantity bigint NOT NULL DEFAULT 0;
 )sql";
 
+// An operator's decision on an event outlives every retention (issue 29).
+// A discard leaves a mark of outcome 'discarded' in processed_events: the
+// idempotency guard's insert meets it like any mark, so no later delivery,
+// replay or repair applies the event, and the janitor never deletes it.
+// A resolved DLQ entry is pruned after dlq.retention (its record's bytes
+// and its actions go), never deleted: a copy of it read again from the DLQ
+// topic finds the decision and cannot park the event anew.
+constexpr const char* v10_lasting_decisions = R"sql(
+ALTER TABLE processed_events ADD COLUMN outcome text NOT NULL
+  DEFAULT 'applied' CHECK (outcome IN ('applied', 'discarded'));
+INSERT INTO processed_events (consumer, event_id, processed_at, outcome)
+  SELECT consumer, event_id::uuid, coalesce(resolved_at, clock_timestamp()),
+         'discarded'
+  FROM dlq_events
+  WHERE status = 'discarded' AND event_id ~
+    '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'
+  ON CONFLICT DO NOTHING;
+ALTER TABLE dlq_events ADD COLUMN pruned_at timestamptz;
+DROP INDEX dlq_events_resolved;
+CREATE INDEX dlq_events_resolved ON dlq_events (resolved_at)
+  WHERE status IN ('replayed', 'discarded') AND pruned_at IS NULL;
+)sql";
+
 const std::vector<migration>& migrations() {
   static const std::vector<migration> all{
     {1, "core: orders, outbox, processed_events, effects, accounts, keys",
@@ -352,6 +375,8 @@ const std::vector<migration>& migrations() {
     {8, "DLQ replay state machine, raw record keys, retention indexes",
      v8_dlq_replay_and_retention},
     {9, "business effects carry a quantity", v9_effect_quantity},
+    {10, "decisions that outlive retention: discard marks, pruned entries",
+     v10_lasting_decisions},
   };
   return all;
 }

@@ -78,12 +78,17 @@ long delete_sent_outbox(const std::string& dsn, int age_s, int limit) {
 }
 
 long delete_processed_marks(const std::string& dsn, int age_s, int limit) {
+  // Applied marks only, and only once their outbox row is gone too: while
+  // the row exists a repair may publish the event again, and its mark must
+  // still suppress it. A "discarded" mark is an operator's decision and is
+  // kept for good (a few rows: one per discarded event).
   return delete_batch(
     dsn,
     "DELETE FROM processed_events WHERE (consumer, event_id) IN (SELECT "
-    "consumer, event_id FROM processed_events WHERE processed_at < "
-    "clock_timestamp() - make_interval(secs => $1) LIMIT $2 FOR UPDATE "
-    "SKIP LOCKED)",
+    "p.consumer, p.event_id FROM processed_events p WHERE p.processed_at < "
+    "clock_timestamp() - make_interval(secs => $1) AND p.outcome = "
+    "'applied' AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_id = "
+    "p.event_id) LIMIT $2 FOR UPDATE OF p SKIP LOCKED)",
     age_s, limit);
 }
 
@@ -97,14 +102,21 @@ long delete_idempotency_keys(const std::string& dsn, int age_s, int limit) {
     age_s, limit);
 }
 
-long delete_resolved_dlq_entries(const std::string& dsn, int age_s, int limit) {
-  // Their actions go with them (ON DELETE CASCADE, migration 8).
+long prune_resolved_dlq_entries(const std::string& dsn, int age_s,
+                                int limit) {
+  // The record's bytes and the actions go; the row stays with its status,
+  // so a copy of the record read again from the DLQ topic (a DLQ reader
+  // whose group starts over at the log start) finds the decision taken and
+  // cannot park the event anew (dlq_store::park).
   return delete_batch(
     dsn,
-    "DELETE FROM dlq_events WHERE id IN (SELECT id FROM dlq_events WHERE "
-    "status IN ('replayed', 'discarded') AND resolved_at < "
-    "clock_timestamp() - make_interval(secs => $1) ORDER BY resolved_at "
-    "LIMIT $2 FOR UPDATE SKIP LOCKED)",
+    "WITH pruned AS (UPDATE dlq_events SET value = ''::bytea, key = NULL, "
+    "pruned_at = clock_timestamp() WHERE id IN (SELECT id FROM dlq_events "
+    "WHERE status IN ('replayed', 'discarded') AND pruned_at IS NULL AND "
+    "resolved_at < clock_timestamp() - make_interval(secs => $1) ORDER BY "
+    "resolved_at LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id), actions AS "
+    "(DELETE FROM dlq_actions WHERE dlq_id IN (SELECT id FROM pruned)) "
+    "SELECT id FROM pruned",
     age_s, limit);
 }
 

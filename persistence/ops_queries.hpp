@@ -40,15 +40,17 @@ ops_rows read_ops_rows(const std::string& dsn);
 /// an unsent row), in one short transaction. Returns how many went.
 long delete_sent_outbox(const std::string& dsn, int age_s, int limit);
 
-/// Deletes up to `limit` processed_events marks older than `age_s`.
+/// Deletes up to `limit` "applied" processed_events marks older than
+/// `age_s` whose outbox row is gone; "discarded" marks are kept.
 long delete_processed_marks(const std::string& dsn, int age_s, int limit);
 
 /// Deletes up to `limit` idempotency keys created more than `age_s` ago.
 long delete_idempotency_keys(const std::string& dsn, int age_s, int limit);
 
-/// Deletes up to `limit` replayed or discarded DLQ entries (and their
-/// actions) resolved more than `age_s` ago; parked and replaying ones stay.
-long delete_resolved_dlq_entries(const std::string& dsn, int age_s, int limit);
+/// Prunes up to `limit` replayed or discarded DLQ entries resolved more
+/// than `age_s` ago: their record's bytes and actions are deleted, the row
+/// and its decision stay. Parked and replaying ones are untouched.
+long prune_resolved_dlq_entries(const std::string& dsn, int age_s, int limit);
 
 /// True if the database answers a trivial query within its connect timeout.
 bool database_reachable(const std::string& dsn, std::string& error);

@@ -94,13 +94,17 @@ order_trace_rows read_order_trace(const std::string& dsn,
 
     for (const auto& r : t.exec_params(
            "SELECT p.consumer, p.event_id::text, " + ts("p.processed_at") +
-             ", p.kafka_partition, p.kafka_offset FROM processed_events p "
+             ", p.kafka_partition, p.kafka_offset, p.outcome FROM "
+             "processed_events p "
              // Both key columns, so the primary key finds the marks.
              "WHERE p.consumer = ANY($1::text[]) AND p.event_id = "
              "ANY($2::uuid[])",
            array_literal(consumers), array_literal(event_ids)))
       if (auto* c =
             consumer_of(r[1].as<std::string>(), r[0].as<std::string>())) {
+        // A "discarded" mark is an operator's decision, not a delivery.
+        if (r[5].as<std::string>() != "applied")
+          continue;
         c->processed = true;
         c->deliveries.push_back({r[2].as<std::string>(), or_default(r[3], -1),
                                  or_default(r[4], -1LL), "applied", ""});
@@ -186,7 +190,8 @@ overview_rows read_overview_rows(const std::string& dsn) {
     out.orders = totals[0].as<long long>();
     out.logical_events = totals[1].as<long long>();
     for (const auto& r : t.exec("SELECT consumer, count(*) FROM "
-                                "processed_events GROUP BY consumer"))
+                                "processed_events WHERE outcome = 'applied' "
+                                "GROUP BY consumer"))
       out.consumers[r[0].as<std::string>()].processed = r[1].as<long long>();
     for (const auto& r : t.exec("SELECT consumer, count(*) FROM "
                                 "business_effects GROUP BY consumer"))

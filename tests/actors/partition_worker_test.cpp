@@ -18,6 +18,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 
 using namespace ef;
 using persistence::db_errc;
@@ -101,6 +102,8 @@ struct dlq_script {
   std::vector<entry> parked;
   int unreachable = 0; ///< park() calls that fail before one succeeds
   std::map<std::string, parking::head> heads;
+  std::set<std::int64_t> our_entries; ///< replays for this consumer
+  std::vector<std::string> released;  ///< orders release_next was asked for
 };
 
 struct fake_parking : parking {
@@ -108,8 +111,8 @@ struct fake_parking : parking {
   explicit fake_parking(std::shared_ptr<dlq_script> script)
       : s(std::move(script)) {}
 
-  std::optional<std::string> own_status(const std::string&) override {
-    return std::nullopt;
+  bool replay_is_ours(std::int64_t entry_id) override {
+    return s->our_entries.count(entry_id) > 0;
   }
   std::optional<head> parked_head(const std::string& order_id) override {
     auto i = s->heads.find(order_id);
@@ -126,7 +129,10 @@ struct fake_parking : parking {
     s->parked.push_back({rec.offset, attempts, why.kind});
     return true;
   }
-  bool release_next(const std::string&) override { return false; }
+  bool release_next(const std::string& order_id) override {
+    s->released.push_back(order_id);
+    return false;
+  }
 };
 
 struct worker_fixture : test::actor_fixture {
@@ -175,6 +181,20 @@ struct worker_fixture : test::actor_fixture {
     r.key = ev.order_id;
     r.value = kafka::encode_value(ev);
     r.event_id_header = ev.event_id;
+    caf::anon_send(worker, std::move(r));
+  }
+
+  /// Hands the worker a DLQ replay of `ev` for entry `entry` at `offset`.
+  void deliver_replay(std::int64_t offset, const order_event& ev,
+                      std::int64_t entry) {
+    partition_record r;
+    r.partition = 0;
+    r.offset = offset;
+    r.key = ev.order_id;
+    r.value = kafka::encode_value(ev);
+    r.event_id_header = ev.event_id;
+    r.headers = {{"dlq.replay_of", std::to_string(entry)},
+                 {"event_id", ev.event_id}};
     caf::anon_send(worker, std::move(r));
   }
 
@@ -340,4 +360,37 @@ TEST_CASE("a_later_event_of_an_order_with_a_parked_event_is_parked_behind_it_"
   CHECK(f.sink->calls == calls{"apply 1"});
   CHECK(f.sink->applied.count(later.event_id) == 0);
   CHECK(f.dones() == offsets{0, 1});
+}
+
+TEST_CASE("a_replay_is_applied_and_releases_only_in_the_consumer_it_is_for_"
+          "and_is_skipped_before_decoding_elsewhere") {
+  worker_fixture f;
+  f.dlq->our_entries = {7};
+  auto order = new_uuid_v7();
+  // Another consumer's entry: skipped, nothing applied, nothing released,
+  // done (its offset may move).
+  auto theirs = event_of(order);
+  f.deliver_replay(0, theirs, 8);
+  f.settle();
+  CHECK(f.sink->calls.empty());
+  CHECK(f.dlq->released.empty());
+  CHECK(f.dones() == offsets{0});
+  // Ours: applied, then the next parked event of the order is released.
+  auto ours = event_of(order);
+  f.deliver_replay(1, ours, 7);
+  f.settle();
+  CHECK(f.sink->applied[ours.event_id] == 1);
+  CHECK(f.dlq->released == std::vector<std::string>{order});
+  // A replay of another consumer's undecodable record parks nothing here:
+  // whose it is is decided before the value is read.
+  partition_record junk;
+  junk.partition = 0;
+  junk.offset = 2;
+  junk.key = order;
+  junk.value = "{not json";
+  junk.headers = {{"dlq.replay_of", "9"}};
+  caf::anon_send(f.worker, std::move(junk));
+  f.settle();
+  CHECK(f.dlq->parked.empty());
+  CHECK(f.dones() == offsets{0, 1, 2});
 }

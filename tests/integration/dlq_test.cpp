@@ -36,10 +36,18 @@ std::string without_ages(std::string listing) {
 }
 
 struct dlq_fixture {
+  /// `retention_s` > 0: sent outbox rows, applied marks and resolved DLQ
+  /// entries go after that many seconds, the janitor looking every 100 ms.
   explicit dlq_fixture(int max_attempts = 3,
                        std::vector<std::string> points = {}, int partitions = 1,
-                       int delivery_timeout_ms = 30000) {
+                       int delivery_timeout_ms = 30000, int retention_s = 0) {
     cfg.kafka.partitions = partitions;
+    if (retention_s > 0) {
+      cfg.retention.outbox_s = retention_s;
+      cfg.retention.processed_events_s = retention_s;
+      cfg.retention.dlq_resolved_s = retention_s;
+      cfg.retention.interval_ms = 100;
+    }
     // Also how long the DLQ handler waits before it finishes a replay left
     // "replaying" (its delivery timeout plus a second).
     cfg.kafka.delivery_timeout_ms = delivery_timeout_ms;
@@ -104,6 +112,21 @@ struct dlq_fixture {
                                : cli.Post(path.c_str(), h, "", "text/plain");
     REQUIRE(res);
     return {res->status, res->body};
+  }
+
+  /// Stops the tree and starts a new one on the same database and broker.
+  void restart() {
+    t.reset();
+    t = std::make_unique<test::tree>(
+      cfg, endpoints{db.dsn(), broker->bootstrap_servers()});
+  }
+
+  /// Produces every record of `topic` to it once more, headers and all: a
+  /// reader that starts over at the log start, or a repair, meets them.
+  void produce_again(const std::string& topic) {
+    kafka::outbox_producer p(brokers(), topic, 10000, "test-again");
+    for (auto& r : kafka::read_all(brokers(), topic, cfg.kafka.partitions))
+      REQUIRE(p.publish_raw(r.key, r.value, r.headers).persisted);
   }
 
   void add_failing_trigger(const std::string& customer,
@@ -705,4 +728,164 @@ TEST_CASE("a_foreign_record_that_is_not_text_is_parked_byte_for_byte_the_"
   INFO(out);
   CHECK(code == 0);
   CHECK(out.find("order \\xff\\x00\\xfe undecodable") != std::string::npos);
+}
+
+TEST_CASE("a_discarded_event_is_never_applied_by_its_consumer_whatever_the_"
+          "retentions_and_whoever_replays_or_republishes_it") {
+  // Every retention at 1 s: the janitor prunes the discarded entry and
+  // deletes the other consumer's mark once the outbox row is gone.
+  dlq_fixture f(1, {}, 1, 30000, 1);
+  // The creation fails once per consumer (a check violation: parked).
+  f.add_failing_trigger("dd", "23514", 2);
+  auto order = f.place("dd");
+  f.settle();
+  REQUIRE(f.count("SELECT count(*) FROM dlq_events WHERE order_key = '" +
+                  order + "' AND status = 'parked'") == 2);
+  auto entry = [&](const char* consumer) {
+    return std::to_string(f.db.scalar<long>(
+      "SELECT id FROM dlq_events WHERE consumer = '" + std::string(consumer) +
+      "' AND order_key = '" + order + "'"));
+  };
+  auto event = f.db.scalar<std::string>(
+    "SELECT event_id FROM dlq_events WHERE order_key = '" + order +
+    "' LIMIT 1");
+  auto billing_effects = [&] {
+    return f.count("SELECT count(*) FROM business_effects WHERE consumer = "
+                   "'billing' AND event_id = '" +
+                   event + "'");
+  };
+  auto [ds, db] =
+    f.admin("POST", "/admin/dlq/" + entry("billing") + "/discard");
+  INFO(db);
+  REQUIRE(ds == 200);
+  // The janitor ran past every retention: the outbox row is gone and the
+  // discarded entry kept nothing but its decision.
+  REQUIRE(test::wait_until([&] {
+    return f.count("SELECT count(*) FROM outbox WHERE event_id = '" + event +
+                   "'") == 0 &&
+           f.count("SELECT count(*) FROM dlq_events WHERE consumer = "
+                   "'billing' AND order_key = '" +
+                   order + "' AND value <> ''::bytea") == 0;
+  }));
+  // Fulfillment's copy is replayed: fulfillment applies it, billing not.
+  auto [rs, rb] =
+    f.admin("POST", "/admin/dlq/" + entry("fulfillment") + "/replay");
+  INFO(rb);
+  REQUIRE(rs == 200);
+  REQUIRE(test::wait_until([&] {
+    return f.count("SELECT count(*) FROM business_effects WHERE consumer = "
+                   "'fulfillment' AND event_id = '" +
+                   event + "'") == 1;
+  }));
+  f.settle();
+  CHECK(billing_effects() == 0);
+  // A second replay of the replayed entry is refused: its consumer's mark
+  // may be gone by now, and nothing else would stop a second effect.
+  auto [again, ab] =
+    f.admin("POST", "/admin/dlq/" + entry("fulfillment") + "/replay");
+  CHECK(again == 409);
+  CHECK(ab.find("was replayed already") != std::string::npos);
+  // After a restart, the original record published once more (as a repair
+  // or a group starting over would deliver it) and every DLQ copy read
+  // again: billing's decision holds, and no decided entry is parked anew.
+  f.restart();
+  f.produce_again(f.cfg.kafka.topic);
+  f.produce_again(config::dlq_topic_of(f.cfg));
+  f.settle();
+  REQUIRE(test::wait_until([&] {
+    auto dlq = config::dlq_topic_of(f.cfg);
+    return kafka::committed_offsets(f.brokers(), "eventforge.dlq", dlq, 1) ==
+           kafka::log_end_offsets(f.brokers(), dlq, 1);
+  }));
+  CHECK(billing_effects() == 0);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE status = 'parked'") ==
+        0);
+  CHECK(f.db.scalar<std::string>(
+          "SELECT outcome FROM processed_events WHERE consumer = 'billing' "
+          "AND event_id = '" +
+          event + "'") == "discarded");
+}
+
+TEST_CASE("an_undecodable_record_with_an_event_id_header_gets_one_entry_per_"
+          "consumer_and_its_discard_releases_no_phantom") {
+  dlq_fixture f;
+  auto order = new_uuid_v7();
+  auto header_id = new_uuid_v7(); // a valid UUID, as a foreign tool may set
+  {
+    kafka::outbox_producer p(f.brokers(), f.cfg.kafka.topic, 10000, "foreign");
+    REQUIRE(
+      p.publish_raw(order, "{not json", {{"event_id", header_id}}).persisted);
+  }
+  f.place("after-undecodable");
+  f.settle();
+  // The DLQ handler read both copies and filed them under the consumers'
+  // own entries (keyed by the record's position), not under the header.
+  auto dlq = config::dlq_topic_of(f.cfg);
+  REQUIRE(test::wait_until([&] {
+    return kafka::committed_offsets(f.brokers(), "eventforge.dlq", dlq, 1) ==
+           kafka::log_end_offsets(f.brokers(), dlq, 1);
+  }));
+  CHECK(f.count("SELECT count(*) FROM dlq_events") == 2);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE event_id = "
+                "'offset:0:0'") == 2);
+  // Discarding one leaves nothing of that consumer's parked behind it.
+  auto id =
+    f.db.scalar<long>("SELECT id FROM dlq_events WHERE consumer = 'billing'");
+  auto [s, b] =
+    f.admin("POST", "/admin/dlq/" + std::to_string(id) + "/discard");
+  INFO(b);
+  REQUIRE(s == 200);
+  f.settle();
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE consumer = 'billing' "
+                "AND status <> 'discarded'") == 0);
+  CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = "
+                "'release'") == 0);
+}
+
+TEST_CASE("a_replay_for_one_consumer_releases_nothing_of_another_consumer_"
+          "that_only_suppressed_it") {
+  dlq_fixture f(1);
+  // Billing fails the creation, fulfillment the cancellation: each parks a
+  // different event of the same order.
+  f.db.exec(
+    "CREATE FUNCTION fail_split() RETURNS trigger LANGUAGE plpgsql AS $$ "
+    "BEGIN IF (SELECT customer_id FROM orders WHERE id = NEW.order_id) = "
+    "'split' AND ((NEW.consumer = 'billing' AND NEW.kind = 'debit') OR "
+    "(NEW.consumer = 'fulfillment' AND NEW.kind = 'cancelled')) THEN RAISE "
+    "EXCEPTION 'split failure' USING ERRCODE = '23514'; END IF; RETURN NEW; "
+    "END $$; CREATE TRIGGER fail_split BEFORE INSERT ON business_effects FOR "
+    "EACH ROW EXECUTE FUNCTION fail_split()");
+  auto order = f.place("split");
+  REQUIRE(
+    test::post_json(f.t->url(), "/orders/" + order + "/cancel", "").first ==
+    202);
+  f.settle();
+  // billing: creation parked, cancel parked behind it; fulfillment: the
+  // creation applied, the cancel parked.
+  REQUIRE(f.count("SELECT count(*) FROM dlq_events WHERE consumer = "
+                  "'billing' AND status = 'parked'") == 2);
+  REQUIRE(f.count("SELECT count(*) FROM dlq_events WHERE consumer = "
+                  "'fulfillment' AND status = 'parked'") == 1);
+  f.db.exec("DROP TRIGGER fail_split ON business_effects");
+  auto head = f.db.scalar<long>(
+    "SELECT id FROM dlq_events WHERE consumer = 'billing' AND error_class = "
+    "'db_permanent'");
+  auto [s, b] =
+    f.admin("POST", "/admin/dlq/" + std::to_string(head) + "/replay");
+  INFO(b);
+  REQUIRE(s == 200);
+  // Billing applies its creation and releases its own cancel...
+  REQUIRE(test::wait_until([&] {
+    return f.count("SELECT count(*) FROM business_effects WHERE consumer = "
+                   "'billing' AND order_id = '" +
+                   order + "'") == 2;
+  }));
+  f.settle();
+  // ...while fulfillment, which suppressed billing's replay as a
+  // duplicate, released nothing: its cancel waits for its own operator.
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE consumer = "
+                "'fulfillment' AND status = 'parked'") == 1);
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE consumer = "
+                "'fulfillment' AND order_id = '" +
+                order + "' AND kind = 'cancelled'") == 0);
 }

@@ -508,8 +508,8 @@ TEST_CASE("a_drained_tree_kept_running_still_samples_its_gauges") {
   CHECK(unsent() == 1);
 }
 
-TEST_CASE("idempotency_keys_and_resolved_dlq_entries_go_after_their_"
-          "retention_in_batches_and_an_older_key_is_a_new_request") {
+TEST_CASE("idempotency_keys_go_and_resolved_dlq_entries_are_pruned_after_"
+          "their_retention_in_batches_and_an_older_key_is_a_new_request") {
   test::database db;
   auto cfg = test::test_settings();
   cfg.kafka.partitions = 1;
@@ -559,18 +559,28 @@ TEST_CASE("idempotency_keys_and_resolved_dlq_entries_go_after_their_"
   db.exec("UPDATE dlq_events SET resolved_at = now() - interval '3 hours', "
           "parked_at = now() - interval '3 hours' WHERE id IN (" +
           entry[0] + ", " + entry[1] + ")");
-  // The one still parked is never deleted, however old.
+  // The one still parked is never pruned, however old.
   db.exec("UPDATE dlq_events SET parked_at = now() - interval '3 hours' "
           "WHERE id = " +
           entry[3]);
+  // The two resolved long ago are pruned: their record's bytes and their
+  // actions go, the entry and its decision stay (docs/dlq.md).
   REQUIRE(test::wait_until([&] {
     return db.scalar<int>("SELECT count(*) FROM idempotency_keys") == 2 &&
-           db.scalar<int>("SELECT count(*) FROM dlq_events") == 2;
+           db.scalar<int>("SELECT count(*) FROM dlq_events WHERE pruned_at "
+                          "IS NOT NULL") == 2;
   }));
   CHECK(db.scalar<int>("SELECT count(*) FROM dlq_events WHERE id IN (" +
-                       entry[2] + ", " + entry[3] + ")") == 2);
+                       entry[0] + ", " + entry[1] +
+                       ") AND status = 'discarded' AND value = ''::bytea AND "
+                       "key IS NULL") == 2);
+  CHECK(db.scalar<int>("SELECT count(*) FROM dlq_events WHERE id IN (" +
+                       entry[2] + ", " + entry[3] +
+                       ") AND pruned_at IS NULL AND value <> ''::bytea") == 2);
   CHECK(db.scalar<int>("SELECT count(*) FROM dlq_actions WHERE dlq_id IN (" +
                        entry[0] + ", " + entry[1] + ")") == 0);
+  CHECK(db.scalar<int>("SELECT count(*) FROM dlq_actions WHERE dlq_id = " +
+                       entry[2]) == 1);
   auto counters = test::counters(t.system(), t.root());
   CHECK(counters[R"(retention_deleted_total{table="idempotency_keys"})"] == 3);
   CHECK(counters[R"(retention_deleted_total{table="dlq_events"})"] == 2);
