@@ -210,26 +210,31 @@ outcome dlq_operations::discard(std::int64_t id, const std::string& actor) {
   // The discard is committed: the answer says so whatever the release does.
   // A release that fails is the DLQ handler's (release_orphans).
   std::string released;
+  auto not_now = [&](const std::string& why) {
+    return "; the next parked event of order " + e->order_key +
+           " was not released now (" + why + "): the DLQ handler releases it";
+  };
   try {
-    if (release_next(e->consumer, e->order_key, actor))
-      released = "; released the next parked event of order " + e->order_key;
+    if (auto r = release_next(e->consumer, e->order_key, actor))
+      released = r->what == result::done || r->what == result::pending
+                   ? "; released the next parked event of order " +
+                       e->order_key
+                   : not_now(r->message);
   } catch (const std::exception& err) {
-    released = "; the next parked event of order " + e->order_key +
-               " was not released now (" + err.what() +
-               "): the DLQ handler releases it";
+    released = not_now(err.what());
   }
   return {result::done, "discarded entry " + std::to_string(id) + released,
           dlq_status::discarded};
 }
 
-bool dlq_operations::release_next(const std::string& consumer,
-                                  const std::string& order_key,
-                                  const std::string& actor) {
+std::optional<outcome>
+dlq_operations::release_next(const std::string& consumer,
+                             const std::string& order_key,
+                             const std::string& actor) {
   auto next = store_->head_of(consumer, order_key);
   if (!next)
-    return false;
-  auto r = replay(next->id, actor, "release");
-  return r.what == result::done || r.what == result::pending;
+    return std::nullopt;
+  return replay(next->id, actor, "release");
 }
 
 int dlq_operations::release_orphans(int limit) {

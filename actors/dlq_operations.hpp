@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,10 +67,12 @@ public:
   /// discarding the head of an order means "skip it", not "stall the order".
   outcome discard(std::int64_t id, const std::string& actor);
 
-  /// Replays the oldest parked entry of (consumer, order_key), if any.
-  /// Returns false if there was none or its replay did not start.
-  bool release_next(const std::string& consumer, const std::string& order_key,
-                    const std::string& actor);
+  /// Replays the oldest parked entry of (consumer, order_key): that
+  /// replay's outcome, or nullopt if none is parked. Throws db_error if
+  /// the database could not say which one that is.
+  std::optional<outcome> release_next(const std::string& consumer,
+                                      const std::string& order_key,
+                                      const std::string& actor);
 
   /// Releases, at most `limit` per call, parked events left waiting behind
   /// nothing but discarded ones (a discard whose own release failed after

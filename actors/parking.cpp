@@ -52,7 +52,16 @@ public:
             const std::string& first_failure_at) override;
 
   bool release_next(const std::string& order_id) override {
-    return ops_.release_next(consumer_, order_id, "release:" + consumer_);
+    using result = dlq_operations::result;
+    auto r = ops_.release_next(consumer_, order_id, "release:" + consumer_);
+    if (!r)
+      return false;
+    // The database did not take the release: the record is tried again
+    // (its replay is then a suppressed duplicate, and releases anew).
+    if (r->what == result::unavailable || r->what == result::unknown)
+      throw persistence::db_error(persistence::db_errc::unavailable,
+                                  r->message);
+    return r->what == result::done || r->what == result::pending;
   }
 
 private:

@@ -889,3 +889,89 @@ TEST_CASE("a_replay_for_one_consumer_releases_nothing_of_another_consumer_"
                 "'fulfillment' AND order_id = '" +
                 order + "' AND kind = 'cancelled'") == 0);
 }
+
+namespace {
+
+/// A trigger that ends the session of whoever makes an update of
+/// dlq_events matching `when` (an SQL condition on OLD and NEW): the
+/// server terminates that backend, as a failover or a network cut would.
+void break_sessions_on(dlq_fixture& f, const std::string& when) {
+  f.db.exec("CREATE FUNCTION break_session() RETURNS trigger LANGUAGE "
+            "plpgsql AS $$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid())"
+            "; RETURN NEW; END $$; CREATE TRIGGER break_session BEFORE UPDATE "
+            "ON dlq_events FOR EACH ROW WHEN (" +
+            when + ") EXECUTE FUNCTION break_session()");
+}
+
+} // namespace
+
+TEST_CASE("a_replay_whose_session_breaks_after_the_publish_answers_that_it_"
+          "was_published_and_the_sweep_marks_it") {
+  dlq_fixture f(3, {}, 1, 3000);
+  std::string order;
+  auto ids = park_one_order(f, "rb", order);
+  // The record goes out and is acknowledged; the session breaks as the
+  // entry is marked replayed.
+  break_sessions_on(f, "OLD.status = 'replaying' AND NEW.status = 'replayed'");
+  auto [s, b] =
+    f.admin("POST", "/admin/dlq/" + std::to_string(ids[0]) + "/replay");
+  INFO(b);
+  // Not "nothing was written": it was published, and the answer says so.
+  CHECK(s == 200);
+  auto answer = nlohmann::json::parse(b, nullptr, false);
+  CHECK(answer["done"] == true);
+  CHECK(answer["status"] == "replaying");
+  CHECK(answer["result"].get<std::string>().find("stays replaying until the "
+                                                 "DLQ handler marks it") !=
+        std::string::npos);
+  auto replays = 0;
+  for (auto& r : kafka::read_all(f.brokers(), f.cfg.kafka.topic, 1))
+    replays += header(r, "dlq.replay_of") == std::to_string(ids[0]);
+  CHECK(replays == 1);
+  // Once sessions hold again, the sweep publishes it once more (a
+  // suppressed duplicate) and marks it.
+  f.db.exec("DROP TRIGGER break_session ON dlq_events");
+  replay_until_taken(f, ids[1]);
+  expect_applied_once_after_replay(f, order, ids);
+}
+
+TEST_CASE("a_discard_whose_release_fails_answers_that_it_was_discarded_and_"
+          "the_dlq_handler_releases_the_order") {
+  dlq_fixture f(3, {}, 1, 3000);
+  f.add_failing_trigger("dr", "23514", 1000000);
+  auto order = f.place("dr");
+  REQUIRE(
+    test::post_json(f.t->url(), "/orders/" + order + "/cancel", "").first ==
+    202);
+  f.settle();
+  f.db.exec("DROP TRIGGER fail_dr ON business_effects");
+  auto head = std::to_string(f.db.scalar<long>(
+    "SELECT id FROM dlq_events WHERE consumer = 'billing' AND error_class = "
+    "'db_permanent'"));
+  // The discard commits; the release of the cancel behind it breaks its
+  // session as it starts.
+  break_sessions_on(f, "OLD.status = 'parked' AND NEW.status = 'replaying'");
+  auto [s, b] = f.admin("POST", "/admin/dlq/" + head + "/discard");
+  INFO(b);
+  CHECK(s == 200);
+  auto answer = nlohmann::json::parse(b, nullptr, false);
+  CHECK(answer["status"] == "discarded");
+  CHECK(answer["result"].get<std::string>().find(
+          "the DLQ handler releases it") != std::string::npos);
+  CHECK(f.db.scalar<std::string>("SELECT status FROM dlq_events WHERE id = " +
+                                 head) == "discarded");
+  // Sessions hold again: the DLQ handler finds the cancel waiting behind a
+  // discarded event only, and releases it; billing applies the late-event
+  // rule (no debit happened, nothing is refunded).
+  f.db.exec("DROP TRIGGER break_session ON dlq_events");
+  REQUIRE(test::wait_until([&] {
+    return f.count("SELECT count(*) FROM business_effects WHERE consumer = "
+                   "'billing' AND order_id = '" +
+                   order + "'") == 1;
+  }));
+  CHECK(f.db.scalar<std::string>("SELECT kind FROM business_effects WHERE "
+                                 "consumer = 'billing' AND order_id = '" +
+                                 order + "'") == "refund_skipped");
+  CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = 'release' "
+                "AND actor = 'dlq-sweeper'") == 1);
+}
