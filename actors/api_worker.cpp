@@ -71,6 +71,15 @@ earliest_deadline(const std::vector<api_worker_state::pending_write>& batch) {
   return as_deadline(earliest);
 }
 
+/// The reply of a command that waits for its transaction: if the worker
+/// stops first, nothing of it was written, and the requester hears so.
+kept_promise waiting_reply(api_worker_actor::pointer self) {
+  return {self->make_response_promise(),
+          make_api_error(api_errc::unavailable,
+                         "the API worker stopped before writing it; nothing "
+                         "was written")};
+}
+
 } // namespace
 
 void api_worker_state::enqueue(pending_write w) {
@@ -146,6 +155,13 @@ void api_worker_state::flush() {
     return;
   ctx->metrics->observe("api_batch_size", {},
                         static_cast<double>(batch.size()));
+  // From here a command may be committed: if this worker stops before its
+  // answer (a crash, a kill by its supervisor), the requester learns that
+  // the outcome is unknown, never nothing at all.
+  for (auto& p : batch)
+    p.reply.if_dropped(make_api_error(
+      api_errc::outcome_unknown, "the API worker stopped during or after "
+                                 "the commit; the outcome is unknown"));
   std::vector<outcome> results(batch.size());
   try {
     store->write(
@@ -188,21 +204,12 @@ void api_worker_state::flush() {
     }
     return;
   }
-  for (size_t i = 0; i < batch.size(); ++i) {
-    try {
-      answer(batch[i], results[i]);
-    } catch (...) {
-      // A crash between commit and reply (chaos): the commands after it are
-      // committed but unanswered, exactly what a client sees when a server
-      // dies after its commit.
-      for (size_t j = i + 1; j < batch.size(); ++j)
-        batch[j].reply.deliver(
-          make_api_error(api_errc::outcome_unknown,
-                         "the API actor stopped after the commit; the "
-                         "outcome is unknown"));
-      throw;
-    }
-  }
+  // A crash between commit and reply (chaos) leaves this command and the
+  // ones after it committed but unanswered by name: their promises answer
+  // "outcome unknown" as the batch goes, exactly what a client sees when a
+  // server dies after its commit.
+  for (size_t i = 0; i < batch.size(); ++i)
+    answer(batch[i], results[i]);
 }
 
 caf::error api_worker_state::failure_of(const pending_write& p,
@@ -298,8 +305,7 @@ api_worker(api_worker_actor::stateful_pointer<api_worker_state> self,
       if (!cmd.idempotency_key.empty() && cmd.request_fingerprint.empty())
         cmd.request_fingerprint = request_fingerprint(cmd);
       api_worker_state::pending_write w{std::move(cmd), new_uuid_v7(),
-                                        new_uuid_v7(),
-                                        self->make_response_promise()};
+                                        new_uuid_v7(), waiting_reply(self)};
       auto& c = std::get<create_order>(w.cmd);
       event_log::hop("accepted", w.order_id, w.event_id, c.traceparent,
                      {{"customer_id", c.customer_id}});
@@ -309,8 +315,7 @@ api_worker(api_worker_actor::stateful_pointer<api_worker_state> self,
     [=](cancel_order& cmd) -> caf::result<cancel_accepted> {
       if (!is_uuid(cmd.order_id))
         return make_api_error(api_errc::not_found, "no such order", "order_id");
-      self->state.enqueue(
-        {std::move(cmd), {}, {}, self->make_response_promise()});
+      self->state.enqueue({std::move(cmd), {}, {}, waiting_reply(self)});
       return caf::delegated<cancel_accepted>();
     },
     [=](get_order& cmd) { return self->state.view(cmd); },

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/context.hpp"
+#include "actors/kept_promise.hpp"
 #include "persistence/db_error.hpp"
 #include "persistence/order_store.hpp"
 #include <eventforge/messages/interfaces.hpp>
@@ -25,7 +26,10 @@ struct api_worker_state {
     std::variant<create_order, cancel_order> cmd;
     std::string order_id; ///< create only: IDs assigned on arrival
     std::string event_id;
-    caf::response_promise reply;
+    /// Answered whatever happens: a worker that stops holding it answers
+    /// "nothing was written" while it waits, "outcome unknown" once its
+    /// transaction began (flush).
+    kept_promise reply;
   };
   using outcome =
     std::variant<persistence::create_result, persistence::cancel_result>;
