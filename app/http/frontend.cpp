@@ -174,11 +174,6 @@ struct http_frontend::impl {
   config::settings cfg;
   std::shared_ptr<telemetry> metrics;
   endpoints where;
-  /// /readyz and the recovery page block on the database and the broker:
-  /// they run here, never on the I/O threads. At most `blocking_limit`
-  /// calls wait or run at once; more are answered 503 at once, so a slow
-  /// database cannot pile up requests without bound.
-  boost::asio::thread_pool blocking{2};
   static constexpr int blocking_limit = 16;
   std::atomic<int> blocking_now{0};
   /// /readyz is computed at most once a second; callers meanwhile get the
@@ -190,6 +185,14 @@ struct http_frontend::impl {
   int port = 0;
   recovery_view view;
   std::unique_ptr<scenario_runner> runner; ///< null: no crash points
+  /// /readyz and the recovery page block on the database and the broker:
+  /// they run here, never on the I/O threads. At most `blocking_limit`
+  /// calls wait or run at once; more are answered 503 at once, so a slow
+  /// database cannot pile up requests without bound. Its tasks use `view`
+  /// and `runner`: declared after them, it is joined before they go, and
+  /// stop() joins it first of all (each task is bounded: a statement
+  /// timeout, a cancelled scenario's last request).
+  boost::asio::thread_pool blocking{2};
 
   impl(caf::actor_system& s, eventforge_actor r, const config::settings& c,
        std::shared_ptr<telemetry> m, endpoints w, std::shared_ptr<chaos> f)
@@ -738,6 +741,14 @@ void http_frontend::stop() {
   if (impl_->server)
     impl_->server->stop();
   impl_->server.reset();
+  // No new request comes in; what runs on the pool ends before anything it
+  // uses goes (a trace waiting on a lock until its statement timeout, a
+  // scenario placing its order). Work not started is dropped: its
+  // connection is gone with the server.
+  if (impl_->runner)
+    impl_->runner->cancel();
+  impl_->blocking.stop();
+  impl_->blocking.join();
 }
 
 std::string http_frontend::url() const {

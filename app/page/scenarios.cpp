@@ -215,7 +215,8 @@ scenario_runner::start(const scenario& s) {
   std::string last_error;
   {
     caf::scoped_actor self{sys_};
-    for (int attempt = 0; attempt < 10 && run.order_id.empty(); ++attempt) {
+    for (int attempt = 0;
+         attempt < 10 && run.order_id.empty() && !cancelled_; ++attempt) {
       if (attempt > 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
         persistence::journal_line line;
@@ -239,6 +240,10 @@ scenario_runner::start(const scenario& s) {
                  [&](caf::error& err) { last_error = sys_.render(err); });
     }
   }
+  if (run.order_id.empty() && cancelled_)
+    return "the server is stopping; if the order was written, "
+           "Idempotency-Key " +
+           cmd.idempotency_key + " returns it";
   if (run.order_id.empty())
     return "the order was not confirmed after 10 attempts (last: " +
            last_error + "); if one was written, Idempotency-Key " +

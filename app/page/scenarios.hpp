@@ -66,6 +66,11 @@ public:
   std::variant<scenario_run, std::string, scenario_refused>
   start(const scenario& s);
 
+  /// Makes a start() in progress give up after its current request (and
+  /// every later one at once): the front stops, and whatever runs on its
+  /// pool must end before the front's parts go.
+  void cancel() { cancelled_ = true; }
+
   /// The longest a run counts as running: past it, whatever it armed is
   /// removed and the next one may start.
   static constexpr std::chrono::seconds max_run{150};
@@ -101,6 +106,7 @@ private:
   std::string brokers_;
   std::shared_ptr<chaos> faults_;
   persistence::recovery_journal journal_;
+  std::atomic<bool> cancelled_{false};
   std::mutex mtx_;
   std::shared_ptr<run_state> current_; ///< guarded by mtx_
 };
