@@ -95,7 +95,16 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
       }
     });
   ef::app::http_frontend http(sys, root, cfg, metrics, rt.where(), faults);
-  http.start();
+  try {
+    http.start();
+  } catch (...) {
+    // A refusal to start (a port in use, http.max-connections past the
+    // descriptor limit): the tree stops on purpose, so its end is no
+    // failure to report, and main() prints the one line that says why.
+    http.stop();
+    ef::stop(sys, root, std::chrono::seconds(60));
+    throw;
+  }
   std::cout << "ready http=" << http.url() << " database="
             << ef::persistence::redact_password(rt.where().database_dsn)
             << " kafka=" << rt.where().kafka_brokers << std::endl;

@@ -675,6 +675,13 @@ TEST_CASE("serve_refuses_to_start_when_http_max_connections_does_not_fit_"
   CHECK(code != 0);
   CHECK(out.find("http.max-connections (1000)") != std::string::npos);
   CHECK(out.find("RLIMIT_NOFILE (256") != std::string::npos);
+  // One clear line, the reason first: the tree it had started stops on
+  // purpose and is not reported as failing.
+  CHECK(out.find("supervision tree failed") == std::string::npos);
+  auto first_critical = out.find(" critical ");
+  CHECK(first_critical != std::string::npos);
+  CHECK(out.find("http.max-connections (1000)") > first_critical);
+  CHECK(out.find(" critical ", first_critical + 1) == std::string::npos);
   CHECK(db.scalar<long>("SELECT count(*) FROM orders") == 0);
 }
 
