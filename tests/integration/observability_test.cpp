@@ -581,9 +581,21 @@ TEST_CASE("idempotency_keys_go_and_resolved_dlq_entries_are_pruned_after_"
                        entry[0] + ", " + entry[1] + ")") == 0);
   CHECK(db.scalar<int>("SELECT count(*) FROM dlq_actions WHERE dlq_id = " +
                        entry[2]) == 1);
-  auto counters = test::counters(t.system(), t.root());
-  CHECK(counters[R"(retention_deleted_total{table="idempotency_keys"})"] == 3);
-  CHECK(counters[R"(retention_deleted_total{table="dlq_events"})"] == 2);
+  // The janitor counts what it deleted after its transaction committed,
+  // so the counters may trail the rows for a moment: wait for them, then
+  // check they stop there.
+  auto retention_counts = [&] {
+    auto counters = test::counters(t.system(), t.root());
+    return std::make_pair(
+      counters[R"(retention_deleted_total{table="idempotency_keys"})"],
+      counters[R"(retention_deleted_total{table="dlq_events"})"]);
+  };
+  CHECK(test::wait_until([&] {
+    auto [keys, entries] = retention_counts();
+    return keys >= 3 && entries >= 2;
+  }));
+  CHECK(retention_counts() ==
+        std::make_pair(std::uint64_t{3}, std::uint64_t{2}));
   // A key past the retention is a new request: a new order. A recent one
   // is still a replay.
   auto [s1, b1] =
