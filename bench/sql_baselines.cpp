@@ -238,7 +238,7 @@ std::string relay_script(int shards, int batch) {
                           {4, "array_fill(0::bigint, ARRAY[" + b + "])"},
                           {5, relay_class},
                           {6, ":shard"},
-                          {7, "''"}}));
+                          {7, "'{}'"}}));
   s += "COMMIT;\n";
   return s;
 }

@@ -49,8 +49,9 @@ const char* const sql::mark_sent =
           AND now_is.epoch = $1 AND now_is.owner
         RETURNING 1),
       announced AS (
-        SELECT pg_notify('outbox_published', $7) FROM now_is
-        WHERE now_is.epoch = $1 AND now_is.owner AND $7 <> '')
+        SELECT pg_notify('outbox_published', a.payload)
+        FROM now_is, unnest($7::text[]) AS a(payload)
+        WHERE now_is.epoch = $1 AND now_is.owner)
       SELECT epoch, owner, (SELECT count(*) FROM marked),
              (SELECT count(*) FROM announced) FROM now_is)sql";
 
@@ -132,6 +133,24 @@ int outbox_store::current_epoch() {
   }
 }
 
+std::vector<std::string>
+announcement_payloads(const std::map<std::int32_t, std::int64_t>& highest,
+                      std::size_t max_bytes) {
+  std::vector<std::string> out;
+  std::string payload;
+  for (auto& [p, o] : highest) {
+    auto item = std::to_string(p) + ":" + std::to_string(o);
+    if (!payload.empty() && payload.size() + 1 + item.size() > max_bytes) {
+      out.push_back(std::move(payload));
+      payload.clear();
+    }
+    payload += (payload.empty() ? "" : ",") + item;
+  }
+  if (!payload.empty())
+    out.push_back(std::move(payload));
+  return out;
+}
+
 mark_result outbox_store::mark_sent(int epoch,
                                     const std::vector<sent_position>& acked) {
   if (acked.empty())
@@ -145,10 +164,7 @@ mark_result outbox_store::mark_sent(int epoch,
     if (a.announce)
       last[a.partition] = std::max(last[a.partition], a.offset);
   }
-  std::string announce;
-  for (auto& [p, o] : last)
-    announce += (announce.empty() ? "" : ",") + std::to_string(p) + ":" +
-                std::to_string(o);
+  auto announce = array_literal(announcement_payloads(last));
   bool owner = true;
   try {
     opening_transaction w(*impl_->conn,

@@ -3,6 +3,7 @@
 #include <eventforge/messages/events.hpp>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +20,8 @@ extern const char* const unsent;
 std::string epoch_guard(const std::string& lock_class);
 /// The mark, run after epoch_guard as a statement of its own: $1 epoch, $2
 /// seqs, $3 partitions, $4 offsets (arrays), $5 relay lock class, $6 shard,
-/// $7 the announcement ("partition:offset,..."; empty: none). Returns the
+/// $7 the announcement (text[]: payloads of "partition:offset,...", see
+/// announcement_payloads; empty: none). Returns the
 /// current epoch, whether this session holds the shard, and how many rows it
 /// marked (none unless both hold; nothing is announced then either).
 extern const char* const mark_sent;
@@ -47,6 +49,15 @@ struct outbox_batch {
   int epoch = 0;
   std::vector<outbox_row> rows;
 };
+
+/// The announcement of a mark ("partition:offset" per partition, in
+/// partition order) as NOTIFY payloads of at most `max_bytes` each.
+/// PostgreSQL refuses a payload of 8000 bytes or more (22023), and a topic
+/// may have thousands of partitions: one payload would fail the mark after
+/// the broker acknowledged its rows.
+std::vector<std::string>
+announcement_payloads(const std::map<std::int32_t, std::int64_t>& highest,
+                      std::size_t max_bytes = 7900);
 
 /// What mark_sent() did.
 enum class mark_result {

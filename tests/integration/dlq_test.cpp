@@ -255,13 +255,17 @@ TEST_CASE("transient_failures_are_retried_inline_and_exhaustion_parks_after_"
   f.db.exec("DROP TRIGGER fail_flaky ON business_effects");
   auto event = f.db.scalar<std::string>(
     "SELECT event_id::text FROM outbox WHERE order_id = '" + flaky + "'");
-  for (int round = 0; round < 2; ++round) // the second replay changes nothing
+  for (int round = 0; round < 2; ++round)
     for (auto id : {f.db.scalar<int>("SELECT min(id) FROM dlq_events"),
                     f.db.scalar<int>("SELECT max(id) FROM dlq_events")}) {
       auto [s, b] =
         f.admin("POST", "/admin/dlq/" + std::to_string(id) + "/replay");
       INFO(b);
-      CHECK(s == 200);
+      // The second replay of an entry is refused and changes nothing: it
+      // would count on a mark that retention may have deleted.
+      CHECK(s == (round == 0 ? 200 : 409));
+      if (round == 1)
+        CHECK(b.find("was replayed already") != std::string::npos);
     }
   f.settle();
   CHECK(f.count("SELECT count(*) FROM business_effects WHERE event_id = '" +
@@ -271,7 +275,7 @@ TEST_CASE("transient_failures_are_retried_inline_and_exhaustion_parks_after_"
   CHECK(f.count("SELECT count(*) FROM dlq_events WHERE status = 'replayed'") ==
         2);
   CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = 'replay' AND "
-                "actor = 'token:ops' AND outcome = 'published'") == 4);
+                "actor = 'token:ops' AND outcome = 'published'") == 2);
   auto v = app::verify(f.cfg, f.db.dsn(), f.brokers());
   INFO(app::to_text(v));
   CHECK(v.ok());

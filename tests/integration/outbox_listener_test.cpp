@@ -8,7 +8,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 using namespace ef;
@@ -111,4 +114,61 @@ TEST_CASE("idle_partitions_park_and_only_a_relay_announcement_brings_the_next_"
   }
   CHECK(db.scalar<long>("SELECT count(*) FROM business_effects") == 6);
   CHECK(db.scalar<long>("SELECT count(*) FROM processed_events") == 6);
+}
+
+namespace {
+
+/// Every announced (partition, offset), as the listener hands them out.
+struct heard_positions : persistence::published_sink {
+  std::mutex mtx;
+  std::map<std::int32_t, std::int64_t> heard;
+  void published(std::int32_t p, std::int64_t o) override {
+    std::lock_guard<std::mutex> guard{mtx};
+    heard[p] = o;
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> guard{mtx};
+    return heard.size();
+  }
+};
+
+} // namespace
+
+TEST_CASE("a_mark_that_announces_three_thousand_partitions_commits_and_every_"
+          "partition_is_heard") {
+  // One NOTIFY payload for 3,000 partitions would be about 30 kB, past
+  // PostgreSQL's 8,000 bytes: the mark would fail after the broker acked
+  // its rows, and the relay would publish them again for ever.
+  std::map<std::int32_t, std::int64_t> highest;
+  for (std::int32_t p = 0; p < 3000; ++p)
+    highest[p] = 1000000 + p;
+  auto payloads = persistence::announcement_payloads(highest);
+  CHECK(payloads.size() > 1);
+  size_t items = 0;
+  for (auto& payload : payloads) {
+    CHECK(payload.size() <= 7900);
+    items +=
+      static_cast<size_t>(std::count(payload.begin(), payload.end(), ',')) + 1;
+  }
+  CHECK(items == highest.size());
+  CHECK(persistence::announcement_payloads({}).empty());
+
+  // And on a real server: the mark commits and each partition is heard.
+  test::database db;
+  persistence::migrate(db.dsn());
+  persistence::listener_slot slot;
+  auto listener = slot.get(db.dsn(), 1);
+  auto sink = std::make_shared<heard_positions>();
+  listener->subscribe(sink);
+  persistence::outbox_store store(db.dsn(), 0, listener);
+  REQUIRE(store.try_acquire_shard());
+  std::vector<persistence::sent_position> acked;
+  for (auto& [p, o] : highest)
+    acked.push_back({0, p, o, true}); // no such row: only the announcement
+  CHECK(store.mark_sent(store.current_epoch(), acked) ==
+        persistence::mark_result::marked);
+  REQUIRE(
+    test::wait_until([&] { return sink->size() == highest.size(); }, 10s));
+  std::lock_guard<std::mutex> guard{sink->mtx};
+  CHECK(sink->heard == highest);
 }
