@@ -6,55 +6,107 @@
 
 namespace ef::kafka {
 
-consumer_lead::consumer_lead(std::string brokers, std::string topic,
-                             int partitions, std::vector<std::string> consumers,
-                             std::chrono::milliseconds max_age)
-    : brokers_(std::move(brokers)), topic_(std::move(topic)),
-      partitions_(partitions), consumers_(std::move(consumers)),
-      max_age_(max_age) {
-  // nop
-}
+namespace {
 
-consumer_lead::~consumer_lead() = default;
+/// The broker's answer through one probe client.
+class probe_question : public consumer_lead::question {
+public:
+  probe_question(const std::string& brokers, const std::string& topic,
+                 int partitions, const std::vector<std::string>& consumers)
+      : probe_(brokers, topic), partitions_(partitions), consumers_(consumers) {
+    // nop
+  }
 
-std::vector<consumer_lead::entry> consumer_lead::current() {
-  std::unique_lock<std::mutex> asking(ask_mtx_, std::try_to_lock);
-  if (!asking) {
-    // Another shard is asking the broker right now (or hangs in it:
-    // librdkafka 2.0.2 can hang past its timeout once its broker went
-    // away). Its last answer will do; before the first one, no lead is
-    // known (nothing to wait for): the pacing starts with that answer.
-    std::lock_guard<std::mutex> guard{data_mtx_};
-    return last_;
-  }
-  auto now = std::chrono::steady_clock::now();
-  {
-    std::lock_guard<std::mutex> guard{data_mtx_};
-    if (answered_ && now - asked_ < max_age_)
-      return last_;
-  }
-  std::vector<entry> out;
-  try {
-    if (!probe_)
-      probe_ = std::make_unique<broker_probe>(brokers_, topic_);
+  std::vector<consumer_lead::entry> ask() override {
     std::vector<broker_probe::watermarks> marks;
     for (int p = 0; p < partitions_; ++p)
-      marks.push_back(probe_->query_watermarks(p));
+      marks.push_back(probe_.query_watermarks(p));
+    std::vector<consumer_lead::entry> out;
     for (auto& c : consumers_) {
-      auto committed = probe_->committed("eventforge." + c, partitions_);
+      auto committed = probe_.committed("eventforge." + c, partitions_);
       for (int p = 0; p < partitions_; ++p) {
         auto& m = marks[static_cast<size_t>(p)];
         auto read = std::max(committed[static_cast<size_t>(p)], m.low);
         out.push_back({c, p, read, m.high - read});
       }
     }
+    return out;
+  }
+
+private:
+  broker_probe probe_;
+  int partitions_;
+  std::vector<std::string> consumers_;
+};
+
+} // namespace
+
+consumer_lead::consumer_lead(std::string brokers, std::string topic,
+                             int partitions, std::vector<std::string> consumers,
+                             std::chrono::milliseconds max_age,
+                             std::chrono::milliseconds stale_after)
+    : consumer_lead(
+        [brokers = std::move(brokers), topic = std::move(topic), partitions,
+         consumers = std::move(consumers)]() -> std::unique_ptr<question> {
+          return std::make_unique<probe_question>(brokers, topic, partitions,
+                                                  consumers);
+        },
+        max_age, stale_after) {
+  // nop
+}
+
+consumer_lead::consumer_lead(question_factory make,
+                             std::chrono::milliseconds max_age,
+                             std::chrono::milliseconds stale_after)
+    : make_(std::move(make)), max_age_(max_age), stale_after_(stale_after) {
+  // nop
+}
+
+consumer_lead::~consumer_lead() = default;
+
+std::vector<consumer_lead::entry>
+consumer_lead::last_if_fresh(clock::time_point now) const {
+  if (answered_ && now - asked_ < stale_after_)
+    return last_;
+  return {};
+}
+
+std::vector<consumer_lead::entry> consumer_lead::current() {
+  std::unique_ptr<question> q;
+  std::uint64_t generation = 0;
+  auto now = clock::now();
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (answered_ && now - asked_ < max_age_)
+      return last_;
+    if (asking_ && now - asking_since_ < stale_after_)
+      return last_if_fresh(now); // another caller is asking right now
+    // Nobody asks, or the one who does has hung past stale_after_: ask
+    // anew. A hung question keeps its own client; this one gets the kept
+    // client, or a new one.
+    q = std::move(idle_);
+    asking_ = true;
+    asking_since_ = now;
+    generation = ++generation_;
+  }
+  std::vector<entry> out;
+  try {
+    if (!q)
+      q = make_();
+    out = q->ask();
   } catch (...) {
     // A client that failed is not trusted again (it may be attached to a
     // broker that went away): the next question gets a fresh one.
-    probe_.reset();
+    std::lock_guard<std::mutex> guard{mtx_};
+    if (generation == generation_)
+      asking_ = false;
     throw;
   }
-  std::lock_guard<std::mutex> guard{data_mtx_};
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (generation != generation_)
+    return out; // given up meanwhile: a newer question's answer counts
+  asking_ = false;
+  idle_ = std::move(q);
   last_ = out;
   asked_ = now;
   answered_ = true;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -9,16 +10,21 @@
 
 namespace ef::kafka {
 
-class broker_probe;
-
 /// How many records each consumer group has yet to read per partition, as
 /// the broker says: log end minus committed offset (the log start when the
 /// group has none). Every relay shard of a process asks it while it
-/// publishes (relay.max-lead-bytes); one probe answers them all, and the
+/// publishes (relay.max-lead-bytes); one question answers them all, and the
 /// broker is asked at most once per `max_age` (each question is a request
 /// per partition and group), by one caller at a time: the others take the
 /// last answer meanwhile. Thread-safe; throws std::runtime_error when the
 /// broker does not answer (the failed client is dropped).
+///
+/// Ages are bounded both ways. A question that has run for `stale_after`
+/// (librdkafka 2.0.2 can hang past its timeout once its broker went away)
+/// is given up: the next caller asks anew with a client of its own, and the
+/// hung one's late answer is dropped. An answer older than `stale_after`
+/// says nothing about now: no lead is known (nothing to wait for) until a
+/// fresh one comes, so one hung question never holds every relay back.
 class consumer_lead {
 public:
   struct entry {
@@ -28,27 +34,50 @@ public:
     std::int64_t ahead = 0; ///< records from there to the log end
   };
 
+  /// One question to the broker: the lead of every consumer on every
+  /// partition. Throws when the broker does not answer.
+  class question {
+  public:
+    virtual ~question() = default;
+    virtual std::vector<entry> ask() = 0;
+  };
+  using question_factory = std::function<std::unique_ptr<question>()>;
+
   consumer_lead(std::string brokers, std::string topic, int partitions,
                 std::vector<std::string> consumers,
-                std::chrono::milliseconds max_age);
+                std::chrono::milliseconds max_age,
+                std::chrono::milliseconds stale_after = default_stale_after);
+
+  /// With questions of the caller's making (tests).
+  consumer_lead(question_factory make, std::chrono::milliseconds max_age,
+                std::chrono::milliseconds stale_after);
   ~consumer_lead();
 
   /// The lead of every consumer on every partition, at most `max_age` old;
-  /// while another caller asks, its last answer (empty before the first).
+  /// while another caller asks, its last answer if it is younger than
+  /// `stale_after` (empty otherwise, and before the first).
   std::vector<entry> current();
 
+  static constexpr std::chrono::milliseconds default_stale_after{10000};
+
 private:
-  std::string brokers_;
-  std::string topic_;
-  int partitions_;
-  std::vector<std::string> consumers_;
+  using clock = std::chrono::steady_clock;
+
+  /// The last answer if it is younger than stale_after_, else none.
+  std::vector<entry> last_if_fresh(clock::time_point now) const;
+
+  question_factory make_;
   std::chrono::milliseconds max_age_;
-  /// Held while one caller asks the broker; probe_ is used only under it.
-  std::mutex ask_mtx_;
-  std::unique_ptr<broker_probe> probe_; ///< made at the first question
-  std::mutex data_mtx_;                 ///< guards the answer below
+  std::chrono::milliseconds stale_after_;
+  std::mutex mtx_; ///< guards everything below; never held while asking
+  /// The client kept between questions; null while one asks with it, or
+  /// after a question failed or was given up.
+  std::unique_ptr<question> idle_;
+  bool asking_ = false;
+  clock::time_point asking_since_{};
+  std::uint64_t generation_ = 0; ///< of the question whose answer counts
   std::vector<entry> last_;
-  std::chrono::steady_clock::time_point asked_{};
+  clock::time_point asked_{};
   bool answered_ = false;
 };
 
