@@ -202,9 +202,14 @@ void rethrow_as_db_error() {
     bool transient = state == "40001" || state == "40P01" || state == "55P03" ||
                      state == "57014";
     // Class 08 (connection exception) and 57P01..57P03 (admin shutdown,
-    // crash shutdown, cannot connect now) mean the session is gone.
+    // crash shutdown, cannot connect now) mean the session is gone. A full
+    // disk, exhausted memory or connection slots (53100, 53200, 53300) and
+    // a server that became a read-only standby after a failover (25006)
+    // are outages too: the statement is not at fault, and a new session
+    // (perhaps on the new primary) may succeed once the server recovers.
     bool gone = state.rfind("08", 0) == 0 || state == "57P01" ||
-                state == "57P02" || state == "57P03";
+                state == "57P02" || state == "57P03" || state == "53100" ||
+                state == "53200" || state == "53300" || state == "25006";
     throw db_error(gone        ? db_errc::unavailable
                    : transient ? db_errc::transient
                                : db_errc::permanent,
@@ -213,6 +218,10 @@ void rethrow_as_db_error() {
     // libpq-level errors that are not SQL errors, e.g. a socket error seen
     // while reading a result.
     throw db_error(db_errc::unavailable, e.what());
+  } catch (const pqxx::unexpected_rows& e) {
+    // A statement that must return one row returned none or several: a
+    // concurrent change (e.g. retention deleting the row meanwhile).
+    throw db_error(db_errc::transient, e.what());
   } catch (const pqxx::usage_error& e) {
     throw db_error(db_errc::permanent, e.what());
   } catch (const pqxx::conversion_error& e) {

@@ -1,6 +1,7 @@
 #include "persistence/order_store.hpp"
 
 #include "messages/ids.hpp"
+#include "messages/text.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/order_rows.hpp"
 #include <eventforge/messages/events.hpp>
@@ -96,20 +97,33 @@ create_result order_writer::create(const create_order& cmd,
                      {"price_cents", item.price_cents}});
   }
   auto& w = impl_.w;
-  auto go = w.exec_prepared1(
-    "create_order", cmd.idempotency_key, cmd.request_fingerprint, order_id,
-    event_id, cmd.customer_id, total, items.dump(),
-    shard_of(order_id, impl_.shards), order_created_type,
-    created_payload(order_id, cmd.customer_id, total, lines),
-    headers_json(cmd.traceparent));
-  if (go[0].as<bool>())
-    return {create_result::created, order_id, event_id, "created"};
-  auto row = w.exec_prepared1("find_key", cmd.idempotency_key);
-  auto outcome = row[0].as<std::string>() == cmd.request_fingerprint
-                   ? create_result::replayed
-                   : create_result::key_conflict;
-  return {outcome, row[1].as<std::string>(), row[2].as<std::string>(),
-          row[3].as<std::string>()};
+  auto payload = created_payload(order_id, cmd.customer_id, total, lines);
+  auto headers = headers_json(cmd.traceparent);
+  // The key was taken when the claim looked; the janitor may delete it (past
+  // api.idempotency-retention) before the read below. Then it is absent: a
+  // new request, so the claim runs once more. Twice gone is a race worth a
+  // retry of the whole transaction.
+  for (int claims = 0; claims < 2; ++claims) {
+    auto go = w.exec_prepared1(
+      "create_order", cmd.idempotency_key, cmd.request_fingerprint, order_id,
+      event_id, cmd.customer_id, total, items.dump(),
+      shard_of(order_id, impl_.shards), order_created_type, payload, headers);
+    if (go[0].as<bool>())
+      return {create_result::created, order_id, event_id, "created"};
+    auto found = w.exec_prepared("find_key", cmd.idempotency_key);
+    if (found.empty())
+      continue;
+    auto& row = found[0];
+    auto outcome = row[0].as<std::string>() == cmd.request_fingerprint
+                     ? create_result::replayed
+                     : create_result::key_conflict;
+    return {outcome, row[1].as<std::string>(), row[2].as<std::string>(),
+            row[3].as<std::string>()};
+  }
+  throw db_error(db_errc::transient,
+                 "Idempotency-Key " + printable(cmd.idempotency_key) +
+                   " was taken and gone twice while this order was written "
+                   "(retention deleting it meanwhile)");
 }
 
 cancel_result order_writer::cancel(const std::string& order_id,

@@ -979,3 +979,24 @@ TEST_CASE("a_discard_whose_release_fails_answers_that_it_was_discarded_and_"
   CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = 'release' "
                 "AND actor = 'dlq-sweeper'") == 1);
 }
+
+TEST_CASE("a_full_disk_or_a_read_only_standby_is_an_outage_retried_past_the_"
+          "attempt_budget_never_parked") {
+  // Two attempts at most for a failure of the event's own; these fail six
+  // times each and are not the event's fault.
+  dlq_fixture f(2);
+  f.add_failing_trigger("diskfull", "53100", 6);
+  f.add_failing_trigger("standby", "25006", 6);
+  auto full = f.place("diskfull");
+  auto standby = f.place("standby");
+  f.settle();
+  for (auto& order : {full, standby})
+    CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
+                  order + "'") == 2);
+  CHECK(f.count("SELECT count(*) FROM dlq_events") == 0);
+  // Retried as outages: nothing crashed or escalated on the way.
+  for (auto& [series, n] : test::counters(f.t->system(), f.t->root()))
+    if (series.rfind("actor_restarts_total", 0) == 0 &&
+        series.find("db_unavailable") == std::string::npos)
+      CHECK(n == 0);
+}

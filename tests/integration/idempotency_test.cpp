@@ -262,3 +262,32 @@ TEST_CASE("undecodable_kafka_records_write_nothing_and_do_not_stall_the_"
                        "= '" +
                        order_id + "'") == 0);
 }
+
+TEST_CASE("a_key_that_retention_deletes_between_its_claim_and_its_read_is_a_"
+          "new_request_not_a_crash") {
+  test::database db;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  // The claim of key "ghost" finds it taken once (a trigger skips the
+  // insert, as ON CONFLICT does) while the read after it finds no key: what
+  // the janitor deleting the key in between looks like to the API.
+  db.exec("CREATE SEQUENCE ghost_claims; CREATE FUNCTION skip_ghost() "
+          "RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.key = 'ghost' "
+          "AND nextval('ghost_claims') = 1 THEN RETURN NULL; END IF; RETURN "
+          "NEW; END $$; CREATE TRIGGER skip_ghost BEFORE INSERT ON "
+          "idempotency_keys FOR EACH ROW EXECUTE FUNCTION skip_ghost()");
+  auto [s, b] = test::post_json(t.url(), "/orders",
+                                test::order_body("ghost", 1, 100), "ghost");
+  INFO(b);
+  CHECK(s == 201);
+  CHECK(db.scalar<int>("SELECT count(*) FROM orders WHERE customer_id = "
+                       "'ghost'") == 1);
+  CHECK(db.scalar<int>("SELECT count(*) FROM idempotency_keys WHERE key = "
+                       "'ghost'") == 1);
+  // No API worker crashed on the way.
+  CHECK(test::counters(
+          t.system(),
+          t.root())[R"(actor_restarts_total{kind="api",reason="exception"})"] ==
+        0);
+}
