@@ -14,6 +14,7 @@
 #include "persistence/fixed_settings.hpp"
 #include "persistence/migrations.hpp"
 #include <eventforge/config/logging.hpp>
+#include <eventforge/config/options.hpp>
 #include <eventforge/messages/api_error.hpp>
 #include <eventforge/messages/atoms.hpp>
 
@@ -279,6 +280,10 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
                        const endpoints& ep, std::shared_ptr<telemetry> metrics,
                        std::shared_ptr<chaos> faults,
                        std::shared_ptr<const consumer_registry> registry) {
+  // A host builds its settings in code: the checks of a file and a command
+  // line, in the same words, before anything starts.
+  if (auto err = config::check_settings(cfg))
+    throw std::invalid_argument(*err);
   // [log] is the host's wish for EventForge's lines: applied to its logger
   // (config/logging.hpp), never to the host's own.
   log::apply(cfg);

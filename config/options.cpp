@@ -661,6 +661,17 @@ std::optional<std::string> check_value(const std::string& key,
   return apply_value(scratch, key, value);
 }
 
+std::optional<std::string> check_settings(const settings& s) {
+  // Each value as the CLI would have read it: rendered, then applied as
+  // given on a command line, so the checks and their words are the same.
+  for (auto& o : options()) {
+    settings scratch;
+    if (auto err = apply_value(scratch, o.key, o.render(s)))
+      return err;
+  }
+  return validate(s);
+}
+
 bool is_loopback(const std::string& host) {
   if (host == "localhost")
     return true;

@@ -8,6 +8,8 @@
 #include <eventforge/config/logging.hpp>
 #include <eventforge/config/options.hpp>
 
+#include <stdexcept>
+
 namespace ef::app {
 
 std::vector<kafka::embedded_broker::topic_spec>
@@ -17,6 +19,10 @@ broker_topics(const config::settings& cfg) {
 }
 
 runtime::runtime(const config::settings& cfg) : cfg_(cfg) {
+  // Checked before a private cluster or broker starts for them (a host's
+  // settings built in code get the CLI's checks, in its words).
+  if (auto err = config::check_settings(cfg))
+    throw std::invalid_argument(*err);
   if (cfg.database.url.empty()) {
     persistence::embedded_postgres::options opts;
     opts.data_dir = cfg.database.data_dir;

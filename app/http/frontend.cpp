@@ -28,6 +28,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <stdexcept>
 #include <type_traits>
 
 #include <sys/resource.h>
@@ -614,11 +615,22 @@ struct http_frontend::impl {
   }
 };
 
+namespace {
+
+/// `cfg`, if it passes the CLI's checks (a host builds it in code).
+const config::settings& checked(const config::settings& cfg) {
+  if (auto err = config::check_settings(cfg))
+    throw std::invalid_argument(*err);
+  return cfg;
+}
+
+} // namespace
+
 http_frontend::http_frontend(caf::actor_system& sys, eventforge_actor root,
                              const config::settings& cfg,
                              std::shared_ptr<telemetry> metrics,
                              endpoints where, std::shared_ptr<chaos> faults)
-    : impl_(std::make_unique<impl>(sys, std::move(root), cfg,
+    : impl_(std::make_unique<impl>(sys, std::move(root), checked(cfg),
                                    metrics ? std::move(metrics)
                                            : std::make_shared<telemetry>(),
                                    std::move(where), std::move(faults))) {

@@ -2,6 +2,7 @@
 #include "config/reference.hpp"
 #include "tests/support/harness.hpp"
 #include <eventforge/config/caf_options.hpp>
+#include <eventforge/embedded/runtime.hpp>
 #include <eventforge/config/options.hpp>
 
 #include <caf/all.hpp>
@@ -295,4 +296,51 @@ TEST_CASE("the_example_ini_file_matches_the_option_table_and_loads_to_the_"
     INFO(o.key);
     CHECK(o.render(built.value) == o.render(defaults));
   }
+}
+
+TEST_CASE("settings_a_host_builds_in_code_get_the_command_lines_checks_in_"
+          "its_words_and_nothing_starts") {
+  using ef::config::build_settings;
+  using ef::config::check_settings;
+  CHECK_FALSE(check_settings(ef::config::settings{}));
+  CHECK_FALSE(check_settings(ef::test::test_settings()));
+  // A value out of range, and a constraint across keys: the CLI's message.
+  auto partitions = ef::test::test_settings();
+  partitions.kafka.partitions = 0;
+  auto cli = build_settings({{"kafka.partitions", "0"}}).error;
+  REQUIRE_FALSE(cli.empty());
+  CHECK(check_settings(partitions) == cli);
+  auto backoff = ef::test::test_settings();
+  backoff.consumer.backoff_initial_ms = 500;
+  backoff.consumer.backoff_max_ms = 100;
+  CHECK(check_settings(backoff) ==
+        build_settings({{"consumer.backoff-initial-ms", "500"},
+                        {"consumer.backoff-max-ms", "100"}})
+          .error);
+  // Refused by every entry point a host uses, before anything starts: no
+  // private cluster is made for them, no tree, no server.
+  ef::test::temp_dir dir;
+  partitions.database.url.clear();
+  partitions.database.data_dir = dir.path + "/pg";
+  auto refused = [&](auto&& start) {
+    try {
+      start();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("started");
+  };
+  CHECK(refused([&] { ef::app::runtime services(partitions); }) == cli);
+  CHECK_FALSE(std::filesystem::exists(dir.path + "/pg"));
+  caf::actor_system_config caf_cfg;
+  ef::configure_actor_system(caf_cfg);
+  caf::actor_system sys{caf_cfg};
+  CHECK(refused([&] {
+          ef::start(sys, partitions, {"postgresql://nowhere", "nowhere:9092"});
+        }) == cli);
+  CHECK(ef::running_trees() == 0);
+  CHECK(refused([&] {
+          ef::app::http_frontend front(sys, ef::eventforge_actor{}, partitions,
+                                       nullptr, {});
+        }) == cli);
 }

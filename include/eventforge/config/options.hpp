@@ -62,6 +62,12 @@ inline std::string dlq_topic_of(const settings& s) {
 /// retention of marks against rows, demo mode only on loopback.
 std::optional<std::string> validate(const settings& s);
 
+/// Checks settings a host built in code as build_settings() checks a file
+/// and a command line: every key's value, then validate(). The first
+/// problem, in the same words (naming the key), or nothing. ef::start,
+/// ef::instance and the HTTP front refuse settings that fail it.
+std::optional<std::string> check_settings(const settings& s);
+
 /// True if `host` is a loopback address or name: "localhost", any address
 /// in 127.0.0.0/8, "::1" (with or without brackets) or an IPv4-mapped
 /// 127.x address. A name other than "localhost" is not resolved.
