@@ -84,6 +84,29 @@ void opening_transaction::do_begin() {
 
 namespace {
 
+/// `text` with each %XX replaced by its byte (a malformed one stays).
+std::string percent_decoded(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(text[i + 2]))) {
+      out += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+/// libpq's keywords whose values are secrets; in a URI a key may be
+/// percent-encoded ("pass%77ord" is "password" to libpq).
+bool is_secret_key(const std::string& key) {
+  auto k = percent_decoded(key);
+  return k == "password" || k == "sslpassword";
+}
+
 std::string redact_uri(const std::string& dsn, size_t authority) {
   std::string out = dsn;
   auto end = out.find_first_of("/?", authority);
@@ -100,7 +123,7 @@ std::string redact_uri(const std::string& dsn, size_t authority) {
     auto eq = out.find('=', key);
     auto amp = out.find('&', key);
     if (eq != std::string::npos && (amp == std::string::npos || eq < amp) &&
-        out.compare(key, eq - key, "password") == 0) {
+        is_secret_key(out.substr(key, eq - key))) {
       auto value_end = amp == std::string::npos ? out.size() : amp;
       out.replace(eq + 1, value_end - eq - 1, "***");
       amp = out.find('&', eq);
@@ -144,8 +167,8 @@ std::string redact_keywords(const std::string& dsn) {
         ++i;
     }
     out += dsn.substr(start, value_begin - start);
-    out += key == "password" ? std::string("***")
-                             : dsn.substr(value_begin, i - value_begin);
+    out += is_secret_key(key) ? std::string("***")
+                              : dsn.substr(value_begin, i - value_begin);
   }
   return out;
 }

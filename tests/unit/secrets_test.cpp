@@ -28,6 +28,16 @@ TEST_CASE("a_dsn_shows_no_password_in_either_form") {
   CHECK(redact_password("password=s3cret") == "password=***");
   CHECK(redact_password("host=/tmp port=5432") == "host=/tmp port=5432");
   CHECK(redact_password("") == "");
+  // The client key's passphrase is a secret too, and a URI key may be
+  // percent-encoded (libpq decodes it).
+  CHECK(redact_password("host=db sslkey=/k sslpassword=keypass") ==
+        "host=db sslkey=/k sslpassword=***");
+  CHECK(redact_password("postgresql://db/x?sslpassword=keypass&sslmode=1") ==
+        "postgresql://db/x?sslpassword=***&sslmode=1");
+  CHECK(redact_password("postgresql://db/x?pass%77ord=s3cret") ==
+        "postgresql://db/x?pass%77ord=***");
+  CHECK(redact_password("postgresql://db/x?ssl%70assword=k&user=a") ==
+        "postgresql://db/x?ssl%70assword=***&user=a");
 }
 
 TEST_CASE("the_admin_token_comes_from_a_file_or_the_environment_and_never_"
