@@ -384,7 +384,7 @@ std::vector<option> make_options() {
     "commit); 1 turns batching off"));
   v.push_back(int_opt<int>(
     "api.batch-wait-us",
-    [](settings& s) -> int& { return s.api.batch_wait_us; }, 0, 1000000,
+    [](settings& s) -> int& { return s.api.batch_wait_us; }, 0, 60000000,
     "how long an API actor waits for more commands before committing; 0 "
     "commits as soon as no more are queued (they gather while the previous "
     "transaction runs)"));

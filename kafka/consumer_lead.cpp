@@ -51,14 +51,16 @@ consumer_lead::consumer_lead(std::string brokers, std::string topic,
           return std::make_unique<probe_question>(brokers, topic, partitions,
                                                   consumers);
         },
-        max_age, stale_after) {
+        max_age, stale_after, [] { return clock::now(); }) {
   // nop
 }
 
 consumer_lead::consumer_lead(question_factory make,
                              std::chrono::milliseconds max_age,
-                             std::chrono::milliseconds stale_after)
-    : make_(std::move(make)), max_age_(max_age), stale_after_(stale_after) {
+                             std::chrono::milliseconds stale_after,
+                             clock_fn now)
+    : make_(std::move(make)), now_(std::move(now)), max_age_(max_age),
+      stale_after_(stale_after) {
   // nop
 }
 
@@ -74,7 +76,7 @@ consumer_lead::last_if_fresh(clock::time_point now) const {
 std::vector<consumer_lead::entry> consumer_lead::current() {
   std::unique_ptr<question> q;
   std::uint64_t generation = 0;
-  auto now = clock::now();
+  auto now = now_();
   {
     std::lock_guard<std::mutex> guard{mtx_};
     if (answered_ && now - asked_ < max_age_)

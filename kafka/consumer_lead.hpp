@@ -48,9 +48,12 @@ public:
                 std::chrono::milliseconds max_age,
                 std::chrono::milliseconds stale_after = default_stale_after);
 
-  /// With questions of the caller's making (tests).
+  using clock = std::chrono::steady_clock;
+  using clock_fn = std::function<clock::time_point()>;
+
+  /// With questions and a clock of the caller's making (tests).
   consumer_lead(question_factory make, std::chrono::milliseconds max_age,
-                std::chrono::milliseconds stale_after);
+                std::chrono::milliseconds stale_after, clock_fn now);
   ~consumer_lead();
 
   /// The lead of every consumer on every partition, at most `max_age` old;
@@ -61,12 +64,11 @@ public:
   static constexpr std::chrono::milliseconds default_stale_after{10000};
 
 private:
-  using clock = std::chrono::steady_clock;
-
   /// The last answer if it is younger than stale_after_, else none.
   std::vector<entry> last_if_fresh(clock::time_point now) const;
 
   question_factory make_;
+  clock_fn now_;
   std::chrono::milliseconds max_age_;
   std::chrono::milliseconds stale_after_;
   std::mutex mtx_; ///< guards everything below; never held while asking

@@ -173,29 +173,25 @@ struct worker_fixture : test::actor_fixture {
     caf::anon_send_exit(member, caf::exit_reason::kill);
   }
 
-  /// Hands the worker a record of event `ev` at `offset`.
-  void deliver(std::int64_t offset, const order_event& ev) {
+  /// Hands the worker a record of event `ev` at `offset`, with `headers`.
+  void deliver(std::int64_t offset, const order_event& ev,
+               std::vector<std::pair<std::string, std::string>> headers = {}) {
     partition_record r;
     r.partition = 0;
     r.offset = offset;
     r.key = ev.order_id;
     r.value = kafka::encode_value(ev);
     r.event_id_header = ev.event_id;
+    r.headers = std::move(headers);
     caf::anon_send(worker, std::move(r));
   }
 
   /// Hands the worker a DLQ replay of `ev` for entry `entry` at `offset`.
   void deliver_replay(std::int64_t offset, const order_event& ev,
                       std::int64_t entry) {
-    partition_record r;
-    r.partition = 0;
-    r.offset = offset;
-    r.key = ev.order_id;
-    r.value = kafka::encode_value(ev);
-    r.event_id_header = ev.event_id;
-    r.headers = {{"dlq.replay_of", std::to_string(entry)},
-                 {"event_id", ev.event_id}};
-    caf::anon_send(worker, std::move(r));
+    deliver(
+      offset, ev,
+      {{"dlq.replay_of", std::to_string(entry)}, {"event_id", ev.event_id}});
   }
 
   /// Runs every message that is not waiting for a timeout.

@@ -1,5 +1,5 @@
-// The consumer lead the relays pace by, with questions of the test's
-// making: a hung question never holds every relay back.
+// The consumer lead the relays pace by, with questions and a clock of the
+// test's making: a hung question never holds every relay back.
 
 #include "kafka/consumer_lead.hpp"
 
@@ -16,25 +16,32 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// What the questions answer, in order; "hang" blocks until released.
+/// What the questions answer, in order (the last one from then on); -1
+/// hangs until released.
 struct script {
   std::mutex mtx;
   std::condition_variable cv;
-  std::vector<std::int64_t> answers; ///< ahead, per question; -1: hang
+  std::vector<std::int64_t> answers; ///< `ahead`, per question
   size_t next = 0;
   bool released = false;
-  std::atomic<int> hanging{0};
+  bool hanging = false;
 
   std::vector<consumer_lead::entry> ask() {
     std::unique_lock<std::mutex> lock{mtx};
-    auto ahead = answers.at(next++);
+    auto ahead = answers.at(std::min(next++, answers.size() - 1));
     if (ahead < 0) {
-      ++hanging;
+      hanging = true;
+      cv.notify_all();
       cv.wait(lock, [&] { return released; });
-      --hanging;
       ahead = 0;
     }
     return {{"billing", 0, 0, ahead}};
+  }
+
+  /// Returns once a question hangs in ask().
+  void await_hanging() {
+    std::unique_lock<std::mutex> lock{mtx};
+    cv.wait(lock, [&] { return hanging; });
   }
 
   void release() {
@@ -52,35 +59,47 @@ struct scripted_question : consumer_lead::question {
   script& s;
 };
 
+/// A clock that moves only when the test moves it.
+struct manual_clock {
+  std::atomic<std::int64_t> ms{0};
+  consumer_lead::clock_fn fn() {
+    return [this] {
+      return consumer_lead::clock::time_point{std::chrono::milliseconds(ms)};
+    };
+  }
+};
+
 std::int64_t ahead_of(const std::vector<consumer_lead::entry>& lead) {
   return lead.empty() ? -1 : lead.front().ahead;
 }
 
+constexpr auto max_age = 250ms;
+constexpr auto stale_after = 10000ms;
+
 } // namespace
 
-TEST_CASE("a_hung_lead_question_is_given_up_after_its_bound_and_its_stale_"
-          "answer_expires") {
+TEST_CASE("a_hung_lead_question_is_given_up_after_its_bound_and_its_late_"
+          "answer_is_dropped") {
   script s;
   s.answers = {1000000, -1, 5};
-  constexpr auto max_age = 1ms, stale_after = 200ms;
+  manual_clock t;
   consumer_lead lead([&] { return std::make_unique<scripted_question>(s); },
-                     max_age, stale_after);
+                     max_age, stale_after, t.fn());
   // "Far ahead": a relay would wait.
   CHECK(ahead_of(lead.current()) == 1000000);
-  std::this_thread::sleep_for(2 * max_age); // the answer is due again
-  // The next question hangs in the broker client.
+  t.ms += 300; // the answer is due again; the next question hangs
   auto hung = std::async(std::launch::async, [&] { return lead.current(); });
-  while (s.hanging == 0)
-    std::this_thread::yield();
-  // While it is young, the others take the last answer.
+  s.await_hanging();
+  // While it is younger than its bound, the others take the last answer.
+  t.ms += 9000;
   CHECK(ahead_of(lead.current()) == 1000000);
   // Past its bound it is given up: the next caller asks anew (the
   // consumers caught up meanwhile) instead of repeating "far ahead".
-  std::this_thread::sleep_for(stale_after + 10ms);
+  t.ms += 1001;
   CHECK(ahead_of(lead.current()) == 5);
   // The hung question's late answer does not replace the newer one.
   s.release();
-  hung.get();
+  CHECK(ahead_of(hung.get()) == 0);
   CHECK(ahead_of(lead.current()) == 5);
 }
 
@@ -88,16 +107,13 @@ TEST_CASE("an_answer_older_than_its_bound_is_no_answer_while_a_question_is_"
           "in_progress") {
   script s;
   s.answers = {1000000, -1};
-  constexpr auto stale_after = 100ms;
-  // max_age above stale_after: the first answer is still "due" only once
-  // it has gone stale.
+  manual_clock t;
   consumer_lead lead([&] { return std::make_unique<scripted_question>(s); },
-                     1ms, stale_after);
+                     max_age, stale_after, t.fn());
   CHECK(ahead_of(lead.current()) == 1000000);
-  std::this_thread::sleep_for(stale_after + 10ms);
+  t.ms += 11000; // the answer is stale, and the next question hangs
   auto hung = std::async(std::launch::async, [&] { return lead.current(); });
-  while (s.hanging == 0)
-    std::this_thread::yield();
+  s.await_hanging();
   // The question in progress is young, the last answer is not: no lead is
   // known, so nothing waits for it.
   CHECK(lead.current().empty());
