@@ -92,8 +92,9 @@ void declare_series(telemetry& m, const config::settings& cfg) {
         "relay_claim_to_mark_seconds", "outbox_publish_delay_seconds"})
     m.declare(name);
   // Every kind of supervised actor, by the reason classes a restart has.
-  for (auto kind : {"supervisor", "api", "relay", "group-member", "partition",
-                    "dlq-handler", "gauge-sampler", "janitor", "repairer"})
+  for (auto kind :
+       {"supervisor", "api", "relay", "group-member", "partition",
+        "dlq-handler", "gauge-sampler", "lag-sampler", "janitor", "repairer"})
     for (auto reason : {"injected", "db_unavailable", "exception"})
       m.declare("actor_restarts_total", {{"kind", kind}, {"reason", reason}});
   for (int s = 0; s < cfg.relay.shards; ++s) {
@@ -368,6 +369,11 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
                     {"gauge-sampler", "gauge-sampler",
                      [=](caf::event_based_actor* self) {
                        return self->spawn<blocking_child>(gauge_sampler, ctx);
+                     },
+                     ""},
+                    {"lag-sampler", "lag-sampler",
+                     [=](caf::event_based_actor* self) {
+                       return self->spawn<blocking_child>(lag_sampler, ctx);
                      },
                      ""}},
                    ctx));

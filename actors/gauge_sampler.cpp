@@ -63,27 +63,12 @@ void export_lag(const lag_by_consumer& lag, telemetry& m) {
 
 std::chrono::milliseconds gauge_sampler_state::round() {
   auto& m = *ctx->metrics;
-  // The sources are read separately: an outage of one must not freeze the
-  // other's gauges (the outbox age matters most while the broker is down).
   try {
     export_row_gauges(db->read(), m);
     m.set("gauges_sampled_timestamp_seconds", {{"source", "database"}},
           unix_now());
   } catch (const std::exception& e) {
     ef::log::debug("gauge sampler: cannot read the database: {}", e.what());
-  }
-  try {
-    // Clients for this sample only: one kept across samples hangs in
-    // query_watermark_offsets, past its timeout, once the broker it was
-    // connected to goes away (librdkafka 2.0.2), freezing every gauge. A
-    // fresh one fails at once ("all broker connections are down"). Either
-    // way a scrape never opens one.
-    kafka::offset_reader broker(ctx->brokers);
-    export_lag(read_lag(ctx->cfg, broker, 2000), m);
-    m.set("gauges_sampled_timestamp_seconds", {{"source", "broker"}},
-          unix_now());
-  } catch (const std::exception& e) {
-    ef::log::debug("gauge sampler: cannot read the broker: {}", e.what());
   }
   return std::chrono::milliseconds(ctx->cfg.metrics.sample_interval_ms);
 }
@@ -96,6 +81,31 @@ caf::behavior gauge_sampler(caf::stateful_actor<gauge_sampler_state>* self,
   st.ctx = std::move(ctx);
   // A drained tree that keeps running (a host may drain and go on serving
   // /metrics) still shows the outbox filling and the lag it leaves.
+  return round_loop(self, on_drain::keep_rounds);
+}
+
+std::chrono::milliseconds lag_sampler_state::round() {
+  auto& m = *ctx->metrics;
+  try {
+    // Clients for this sample only: one kept across samples hangs in
+    // query_watermark_offsets, past its timeout, once the broker it was
+    // connected to goes away (librdkafka 2.0.2). A fresh one usually fails
+    // at once ("all broker connections are down"); if it hangs, only this
+    // actor waits. Either way a scrape never opens one.
+    kafka::offset_reader broker(ctx->brokers);
+    export_lag(read_lag(ctx->cfg, broker, 2000), m);
+    m.set("gauges_sampled_timestamp_seconds", {{"source", "broker"}},
+          unix_now());
+  } catch (const std::exception& e) {
+    ef::log::debug("lag sampler: cannot read the broker: {}", e.what());
+  }
+  return std::chrono::milliseconds(ctx->cfg.metrics.sample_interval_ms);
+}
+
+caf::behavior lag_sampler(caf::stateful_actor<lag_sampler_state>* self,
+                          context_ptr ctx) {
+  log_crashes(self, "lag sampler");
+  self->state.ctx = std::move(ctx);
   return round_loop(self, on_drain::keep_rounds);
 }
 

@@ -45,25 +45,41 @@ void export_row_gauges(const persistence::ops_rows& rows, telemetry& m);
 /// Sets the consumer_lag gauges.
 void export_lag(const lag_by_consumer& lag, telemetry& m);
 
-/// Samples the gauges that come from durable state (outbox size and age,
-/// DLQ entries and age, consumer lag) every metrics.sample-interval-ms, over
-/// one database connection it keeps and broker clients made for each sample,
-/// and sets them on the tree's telemetry. A scrape renders the last sample and
-/// never queries the database or the broker itself, so scrapes cannot load
-/// them. A value is at most one interval plus one read old;
-/// gauges_sampled_timestamp_seconds {source="database"|"broker"} says when each
-/// was last read successfully (it stops moving while its source is down).
-/// A drain does not stop it (on_drain::keep_rounds): it only reads.
+/// Samples the gauges that come from the database (outbox size and age,
+/// DLQ entries and age) every metrics.sample-interval-ms, over one
+/// connection it keeps, and sets them on the tree's telemetry. A scrape
+/// renders the last sample and never queries the database or the broker
+/// itself, so scrapes cannot load them. A value is at most one interval plus
+/// one read old; gauges_sampled_timestamp_seconds{source="database"} says
+/// when it was last read successfully (it stops moving while the database
+/// is down). The broker's gauges are the lag sampler's: a broker client that
+/// hangs (librdkafka 2.0.2 can, past its timeout, once its broker went away)
+/// never freezes the outbox age, which matters most while the broker is
+/// down. A drain does not stop it (on_drain::keep_rounds): it only reads.
 /// Blocking, so detached; supervised under "maintenance".
 struct gauge_sampler_state {
   context_ptr ctx;
   std::unique_ptr<persistence::ops_reader> db;
-  /// One sample of both sources; returns the delay until the next.
+  /// One sample; returns the delay until the next.
   std::chrono::milliseconds round();
   static inline const char* name = "gauge-sampler";
 };
 
 caf::behavior gauge_sampler(caf::stateful_actor<gauge_sampler_state>* self,
                             context_ptr ctx);
+
+/// Samples consumer_lag from the broker every metrics.sample-interval-ms,
+/// with broker clients made for each sample (one kept across samples hangs
+/// once its broker went away); gauges_sampled_timestamp_seconds
+/// {source="broker"} says when. Its own actor, so its hangs are its own
+/// (gauge_sampler). Blocking, so detached; supervised under "maintenance".
+struct lag_sampler_state {
+  context_ptr ctx;
+  std::chrono::milliseconds round();
+  static inline const char* name = "lag-sampler";
+};
+
+caf::behavior lag_sampler(caf::stateful_actor<lag_sampler_state>* self,
+                          context_ptr ctx);
 
 } // namespace ef

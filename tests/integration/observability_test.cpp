@@ -178,11 +178,24 @@ TEST_CASE("broker_outage_grows_the_outbox_age_and_publish_errors_then_the_"
   }));
   f.broker.set_down(true);
   f.place("during-outage");
-  REQUIRE(test::wait_until([&] {
-    auto text = scrape(f.t->url());
-    return value_of(text, "outbox_oldest_unsent_age_seconds") > 2 &&
-           value_of(text, "outbox_unsent_rows") == 1;
-  }));
+  std::string text;
+  auto seen = [&] {
+    return "outbox_unsent_rows " +
+           std::to_string(value_of(text, "outbox_unsent_rows").value_or(-1)) +
+           ", outbox_oldest_unsent_age_seconds " +
+           std::to_string(
+             value_of(text, "outbox_oldest_unsent_age_seconds").value_or(-1));
+  };
+  if (!test::wait_until([&] {
+        text = scrape(f.t->url());
+        return value_of(text, "outbox_oldest_unsent_age_seconds") > 2 &&
+               value_of(text, "outbox_unsent_rows") == 1;
+      }))
+    FAIL("the outbox gauges never showed the unsent row aging; last scrape: "
+         << seen() << ", sampled at "
+         << value_of(text, "gauges_sampled_timestamp_seconds{source="
+                           "\"database\"}")
+              .value_or(-1));
   REQUIRE(test::wait_until([&] {
     auto text = scrape(f.t->url());
     double errors = 0;
