@@ -92,6 +92,17 @@ bool scheduled_actor::cleanup(error&& fail_state, execution_unit* host) {
   return (this->*library)(std::move(fail_state), host);
 }
 
+// Likewise for a blocking actor (a scoped_actor) that ends with messages it
+// never received, e.g. the timeouts of requests it no longer waits for,
+// which the actor clock's thread enqueued.
+bool blocking_actor::cleanup(error&& fail_state, execution_unit* host) {
+  using fn = bool (blocking_actor::*)(error&&, execution_unit*);
+  static const auto library = library_member<fn>(
+    "_ZN3caf14blocking_actor7cleanupEONS_5errorEPNS_14execution_unitE");
+  __tsan_acquire(this);
+  return (this->*library)(std::move(fail_state), host);
+}
+
 void blocking_actor::enqueue(mailbox_element_ptr ptr, execution_unit* eu) {
   using fn = void (blocking_actor::*)(mailbox_element_ptr, execution_unit*);
   static const auto library = library_member<fn>(

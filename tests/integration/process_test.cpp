@@ -244,11 +244,11 @@ TEST_CASE("serve_on_the_embedded_defaults_starts_with_at_most_eight_info_"
   CHECK(info <= 8);
 }
 
-TEST_CASE("serve_stopped_while_a_trace_waits_on_a_locked_table_finishes_it_"
-          "before_the_parts_it_uses_go") {
+TEST_CASE("serve_stopped_while_a_trace_and_a_scenario_wait_on_a_locked_table_"
+          "ends_them_before_the_parts_they_use_go") {
   // Under ASan (the sanitizer build of this suite) a pool thread that
-  // outlived the recovery view it reads reports a use after free; in any
-  // build the stop must end with status 0.
+  // outlived the scenario runner or the recovery view it uses reports a use
+  // after free; in any build the stop must end with status 0.
   test::database db;
   test::temp_dir dir;
   test::broker_process broker(dir.path + "/broker.log");
@@ -256,45 +256,52 @@ TEST_CASE("serve_stopped_while_a_trace_waits_on_a_locked_table_finishes_it_"
   REQUIRE_FALSE(brokers.empty());
   auto log = dir.path + "/serve.log";
   test::child_process serve(
-    test::serve_command(db.dsn(), brokers, {"--http.request-timeout-ms=4000"}),
+    test::serve_command(
+      db.dsn(), brokers,
+      {"--http.request-timeout-ms=3000", "--demo.enabled=true"}),
     log);
   auto url = test::ready_field(serve.await_line("ready"), "http");
   REQUIRE_FALSE(url.empty());
   auto [s, b] = test::post_json(url, "/orders", test::order_body("tr", 1, 1));
   REQUIRE(s == 201);
   auto order = test::json_field(b, "order_id");
-  // Applied first: then nothing but the trace waits on the lock below, and
-  // the tree drains as it would.
+  // Applied first: then nothing but the requests below waits on the lock,
+  // and the tree drains as it would.
   REQUIRE(test::wait_until([&] {
     return db.scalar<int>("SELECT count(*) FROM processed_events") == 2;
   }));
-  std::future<std::pair<int, std::string>> trace;
+  std::future<std::pair<int, std::string>> trace, scenario;
   {
     pqxx::connection blocker(db.dsn());
     pqxx::work lock(blocker);
     lock.exec("LOCK TABLE orders IN ACCESS EXCLUSIVE MODE");
+    // A trace reads orders; a scenario places an order, and retries it
+    // while each try times out: both run on the front's blocking pool.
     trace = std::async(std::launch::async, [&] {
-      return test::run_command("curl -s -m 30 " + url + "/orders/" + order +
+      return test::run_command("curl -s -m 60 " + url + "/orders/" + order +
                                "/trace");
     });
-    // The trace's query waits on the lock, on the front's blocking pool.
+    scenario = std::async(std::launch::async, [&] {
+      return test::run_command("curl -s -m 60 -X POST " + url +
+                               "/scenarios/none");
+    });
     REQUIRE(test::wait_until([&] {
       return db.scalar<int>("SELECT count(*) FROM pg_stat_activity WHERE "
                             "wait_event_type = 'Lock' AND pid <> " +
-                            std::to_string(blocker.backendpid())) > 0;
+                            std::to_string(blocker.backendpid())) >= 2;
     }));
     serve.signal(SIGTERM);
     // It stops while the lock still holds: the trace ends by its statement
-    // timeout, and only then does what it reads go.
+    // timeout, the scenario after its current try, and only then does
+    // what they use go.
     auto code = serve.wait();
     std::ifstream in(log);
     std::string all((std::istreambuf_iterator<char>(in)), {});
     INFO(all);
     CHECK(code == 0);
+    CHECK(all.find("AddressSanitizer") == std::string::npos);
+    CHECK(all.find("runtime error") == std::string::npos);
   }
   trace.wait();
-  std::ifstream in(log);
-  std::string all((std::istreambuf_iterator<char>(in)), {});
-  CHECK(all.find("AddressSanitizer") == std::string::npos);
-  CHECK(all.find("runtime error") == std::string::npos);
+  scenario.wait();
 }
