@@ -177,21 +177,25 @@ embedded_postgres::~embedded_postgres() {
 }
 
 void embedded_postgres::init_cluster() {
-  if (fs::exists(data_dir_ + "/PG_VERSION"))
-    return;
+  if (!fs::exists(data_dir_ + "/PG_VERSION"))
+    initialize(data_dir_, bin_dir_);
+}
+
+void embedded_postgres::initialize(const std::string& data_dir,
+                                   const std::string& bin_dir) {
   auto as = server_account();
-  ::chmod(data_dir_.c_str(), 0700);
-  if (as.drop && ::chown(data_dir_.c_str(), as.uid, as.gid) != 0)
-    throw std::runtime_error("cannot hand " + data_dir_ +
+  ::chmod(data_dir.c_str(), 0700);
+  if (as.drop && ::chown(data_dir.c_str(), as.uid, as.gid) != 0)
+    throw std::runtime_error("cannot hand " + data_dir +
                              " to user postgres: " + std::strerror(errno));
-  auto log = data_dir_ + "/../initdb.log";
-  pid_t pid = spawn({bin_dir_ + "/initdb", "-D", data_dir_, "-U", "postgres",
+  auto log = data_dir + "/../initdb.log";
+  pid_t pid = spawn({bin_dir + "/initdb", "-D", data_dir, "-U", "postgres",
                      "--auth=trust", "-E", "UTF8", "--no-locale", "-N"},
                     as, log, 0);
   if (int rc = wait_exit(pid); rc != 0) {
     std::string hint;
     if (rc == 1 && as.drop)
-      hint = " (user postgres must be able to reach " + data_dir_ +
+      hint = " (user postgres must be able to reach " + data_dir +
              ": every parent directory needs the x permission for it)";
     throw std::runtime_error("initdb failed with exit code " +
                              std::to_string(rc) + hint + tail_of(log));

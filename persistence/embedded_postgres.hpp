@@ -42,6 +42,14 @@ public:
   /// Starts the server again after stop(), on the same port and data.
   void start();
 
+  /// Runs initdb into the existing, empty `data_dir` as the constructor does
+  /// on first use (same account, encoding, locale and authentication), and
+  /// starts no server. A host that makes many throwaway clusters (a test
+  /// suite) can make one this way and start each as a copy: initdb costs
+  /// about 1.3 s of CPU, a copy of its 39 MB about 0.13 s.
+  static void initialize(const std::string& data_dir,
+                         const std::string& bin_dir);
+
   int port() const { return port_; }
   const std::string& data_dir() const { return data_dir_; }
 

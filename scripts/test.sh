@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs the whole test suite through ctest. Every
-# test starts its own private PostgreSQL cluster and Kafka-protocol broker,
-# so no service needs to be running.
+# test starts its own private PostgreSQL cluster (a copy of one initdb made
+# per run, ctest's fixture setup.pg_template) and Kafka-protocol broker, so
+# no service needs to be running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -20,6 +20,7 @@ using namespace std::chrono_literals;
 
 TEST_CASE("chaos_command_with_every_crash_point_keeps_every_invariant") {
   test::temp_dir dir;
+  test::seed_cluster(dir.path + "/pg");
   auto report = dir.path + "/report.json";
   auto [code, out] = test::run_command(
     test::eventforge_binary() +
@@ -48,6 +49,7 @@ namespace {
 std::tuple<int, nlohmann::json, std::string>
 chaos_run(const std::string& args) {
   test::temp_dir dir;
+  test::seed_cluster(dir.path + "/pg");
   auto report = dir.path + "/report.json";
   auto [code, out] = test::run_command(
     test::eventforge_binary() + " chaos " + args +

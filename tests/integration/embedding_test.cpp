@@ -316,6 +316,7 @@ TEST_CASE("an_instance_stops_its_tree_before_its_services_and_a_runtime_"
   cfg.database.url.clear();
   cfg.kafka.brokers.clear();
   cfg.database.data_dir = dir.path + "/pg";
+  test::seed_cluster(cfg.database.data_dir);
   cfg.database.durable = false;
   auto lines = std::make_shared<captured_lines>();
   capture_into(lines);

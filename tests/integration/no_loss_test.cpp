@@ -115,6 +115,7 @@ bool settles(const config::settings& cfg, const std::string& dsn,
 TEST_CASE("serve_on_embedded_defaults_stopped_by_sigterm_then_sigkill_mid_"
           "stream_applies_every_accepted_order_once") {
   test::temp_dir dir;
+  test::seed_cluster(dir.path + "/pg");
   auto log = dir.path + "/serve.log";
   constexpr int orders = 1500;
   retrying_clients clients(orders, 4, 20ms); // ~150 orders/s

@@ -107,9 +107,31 @@ temp_dir::~temp_dir() {
   std::filesystem::remove_all(path, ec);
 }
 
+void seed_cluster(const std::string& data_dir) {
+  const char* from = std::getenv("EF_TEST_PG_TEMPLATE");
+  if (from == nullptr || *from == '\0')
+    return;
+  if (!std::filesystem::exists(std::string(from) + "/PG_VERSION"))
+    throw std::runtime_error(std::string("EF_TEST_PG_TEMPLATE names ") + from +
+                             ", which holds no cluster (ctest's fixture "
+                             "setup.pg_template makes it)");
+  if (std::filesystem::exists(data_dir)) {
+    if (!std::filesystem::is_empty(data_dir))
+      throw std::runtime_error("no template cluster copied into " + data_dir +
+                               ": it is not empty");
+    std::filesystem::remove(data_dir); // cp -a makes it
+  }
+  auto [rc, out] =
+    run_command("cp -a '" + std::string(from) + "' '" + data_dir + "'");
+  if (rc != 0)
+    throw std::runtime_error("cannot copy the template cluster to " + data_dir +
+                             ": " + out);
+}
+
 database::database() {
   persistence::embedded_postgres::options opts;
   opts.data_dir = dir_.path + "/pg";
+  seed_cluster(opts.data_dir);
   // Throwaway clusters: no flush per commit (database.durable=false).
   opts.durable = false;
   pg_ = std::make_unique<persistence::embedded_postgres>(opts);

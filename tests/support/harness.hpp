@@ -30,6 +30,12 @@ struct temp_dir {
   std::string path;
 };
 
+/// Makes `data_dir` (absent or empty) a copy of the run's template cluster
+/// when ctest named one (EF_TEST_PG_TEMPLATE, tests/CMakeLists.txt), so the
+/// cluster started there skips initdb. Without one it does nothing and the
+/// cluster runs initdb itself, as it does for a test binary run by hand.
+void seed_cluster(const std::string& data_dir);
+
 /// A private PostgreSQL cluster for one test, plus helpers to read state.
 class database {
 public:
