@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -126,6 +127,30 @@ std::string tail_of(const std::string& path) {
   return out;
 }
 
+/// Whether the file at `path` holds `text` past its first `offset` bytes
+/// (what one server start wrote to a log that every start appends to).
+bool log_has_since(const std::string& path, std::uintmax_t offset,
+                   const std::string& text) {
+  std::ifstream f(path);
+  f.seekg(static_cast<std::streamoff>(offset));
+  std::string line;
+  while (std::getline(f, line))
+    if (line.find(text) != std::string::npos)
+      return true;
+  return false;
+}
+
+/// Whether postmaster.pid in `data_dir` is that of the server `pid` and
+/// says it accepts connections (its eighth line, PostgreSQL 10 and later).
+bool serves(const std::string& data_dir, pid_t pid) {
+  std::ifstream f(data_dir + "/postmaster.pid");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);)
+    lines.push_back(line);
+  return lines.size() >= 8 && lines[0] == std::to_string(pid) &&
+         lines[7].rfind("ready", 0) == 0;
+}
+
 bool pid_alive(pid_t pid) {
   return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM);
 }
@@ -162,7 +187,8 @@ embedded_postgres::embedded_postgres(options opts)
   if (!fs::exists(bin_dir_ + "/postgres"))
     throw std::runtime_error("no PostgreSQL server at " + bin_dir_ +
                              "/postgres (set database.pg-bin-dir)");
-  if (port_ == 0)
+  port_is_ours_ = port_ == 0;
+  if (port_is_ours_)
     port_ = free_port();
   init_cluster();
   start();
@@ -218,8 +244,6 @@ void embedded_postgres::start() {
   std::vector<std::string> argv{bin_dir_ + "/postgres",
                                 "-D",
                                 data_dir_,
-                                "-p",
-                                std::to_string(port_),
                                 "-c",
                                 "listen_addresses=127.0.0.1",
                                 "-c",
@@ -241,15 +265,39 @@ void embedded_postgres::start() {
     argv.push_back("-c");
     argv.push_back("shared_preload_libraries=pg_stat_statements");
   }
-  pid_ = spawn(argv, server_account(), log, SIGINT);
+  // free_port() only found a port that was free a moment ago: another
+  // process may bind it before the server does (a test suite starting
+  // clusters and brokers in parallel did). While no client has seen the
+  // port, a server refused it starts again on another one.
+  constexpr int port_attempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    std::error_code ec;
+    auto log_start = fs::exists(log) ? fs::file_size(log, ec) : 0;
+    auto with_port = argv;
+    with_port.insert(with_port.end(), {"-p", std::to_string(port_)});
+    pid_ = spawn(with_port, server_account(), log, SIGINT);
+    if (await_ready(log) == startup::ready)
+      break;
+    if (!port_is_ours_ || attempt == port_attempts ||
+        !log_has_since(log, log_start, "Address already in use"))
+      throw std::runtime_error("PostgreSQL exited during start-up (see " + log +
+                               ")" + tail_of(log));
+    port_ = free_port();
+  }
+  port_is_ours_ = false; // clients know it now: a restart keeps it
+}
+
+embedded_postgres::startup
+embedded_postgres::await_ready(const std::string& log) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   auto conninfo = dsn() + "?connect_timeout=1";
-  while (PQping(conninfo.c_str()) != PQPING_OK) {
+  // A ping alone could be answered by whoever took the port; the server's
+  // own pid file says it is this server, and that it is ready.
+  while (!serves(data_dir_, pid_) || PQping(conninfo.c_str()) != PQPING_OK) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      throw std::runtime_error("PostgreSQL exited during start-up (see " + log +
-                               ")" + tail_of(log));
+      return startup::exited;
     }
     if (std::chrono::steady_clock::now() > deadline) {
       stop(true);
@@ -259,6 +307,7 @@ void embedded_postgres::start() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
+  return startup::ready;
 }
 
 void embedded_postgres::stop(bool immediate) {

@@ -54,12 +54,19 @@ public:
   const std::string& data_dir() const { return data_dir_; }
 
 private:
+  enum class startup { ready, exited };
   void init_cluster();
+  /// Waits until the server just spawned accepts connections (ready) or
+  /// exits (exited); throws after 30 s.
+  startup await_ready(const std::string& log);
   std::string data_dir_;
   std::string bin_dir_;
   int port_;
   bool durable_;
   pid_t pid_ = -1;
+  /// The port was picked here (options::port 0) and no server has run on it
+  /// yet: if another process takes it first, start() may pick another.
+  bool port_is_ours_ = false;
 };
 
 } // namespace ef::persistence
