@@ -16,12 +16,12 @@ std::string applied_gap(const config::settings& cfg, const endpoints& where) {
     return "processed_events: " + std::to_string(c.marks) + " marks of " +
            std::to_string(consumers * c.events);
   // Offsets are committed after the marks: read them last.
-  auto ends = kafka::log_end_offsets(where.kafka_brokers, cfg.kafka.topic,
-                                     cfg.kafka.partitions);
+  auto cluster = kafka::cluster_of(cfg, where.kafka_brokers);
+  auto ends =
+    kafka::log_end_offsets(cluster, cfg.kafka.topic, cfg.kafka.partitions);
   for (auto& name : cfg.consumer.enabled) {
-    auto committed =
-      kafka::committed_offsets(where.kafka_brokers, "eventforge." + name,
-                               cfg.kafka.topic, cfg.kafka.partitions);
+    auto committed = kafka::committed_offsets(
+      cluster, "eventforge." + name, cfg.kafka.topic, cfg.kafka.partitions);
     // A partition that never received a record has no commit (-1).
     for (size_t p = 0; p < ends.size(); ++p)
       if (ends[p] > 0 && committed[p] != ends[p])

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/chaos.hpp"
+#include "kafka/connection.hpp"
 #include "kafka/consumer_lead.hpp"
 #include "persistence/outbox_listener.hpp"
 #include "persistence/recovery_journal.hpp"
@@ -19,8 +20,9 @@ namespace ef {
 /// crash-point decisions, the recovery journal and the enabled consumers.
 struct context {
   config::settings cfg;
-  std::string dsn;     ///< database, with connect_timeout applied
-  std::string brokers; ///< Kafka bootstrap servers
+  std::string dsn; ///< database, with connect_timeout applied
+  /// The Kafka cluster: bootstrap servers and every client's properties.
+  kafka::connection cluster;
   std::shared_ptr<telemetry> metrics;
   std::shared_ptr<chaos> faults;
   /// Crashes, restarts and suppressed duplicates, written in the background.

@@ -222,7 +222,7 @@ dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
   log_crashes(self, "dlq handler");
   auto& st = self->state;
   st.ops = std::make_unique<dlq_operations>(
-    ctx->dsn, ctx->brokers, ctx->cfg.kafka.delivery_timeout_ms, ctx->faults);
+    ctx->dsn, ctx->cluster, ctx->cfg.kafka.delivery_timeout_ms, ctx->faults);
   kafka::group_consumer::callbacks cbs;
   auto* state = &st;
   cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
@@ -234,7 +234,7 @@ dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
   // fetched with its own, long wait (on the in-process broker an empty
   // fetch is answered only after it; 5 ms cost 200 idle fetches a second).
   st.consumer = std::make_unique<kafka::group_consumer>(
-    ctx->brokers, "eventforge.dlq", config::dlq_topic_of(ctx->cfg),
+    ctx->cluster, "eventforge.dlq", config::dlq_topic_of(ctx->cfg),
     ctx->cfg.kafka.session_timeout_ms, ctx->cfg.kafka.dlq_fetch_wait_ms,
     std::move(cbs));
   st.ctx = std::move(ctx);

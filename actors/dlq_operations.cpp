@@ -8,10 +8,10 @@
 
 namespace ef {
 
-dlq_operations::dlq_operations(std::string dsn, std::string brokers,
+dlq_operations::dlq_operations(std::string dsn, kafka::connection cluster,
                                int delivery_timeout_ms,
                                std::shared_ptr<chaos> faults)
-    : brokers_(std::move(brokers)), delivery_timeout_ms_(delivery_timeout_ms),
+    : cluster_(std::move(cluster)), delivery_timeout_ms_(delivery_timeout_ms),
       faults_(std::move(faults)),
       store_(std::make_unique<persistence::dlq_store>(std::move(dsn))) {
   // nop
@@ -23,7 +23,7 @@ kafka::outbox_producer& dlq_operations::producer_for(const std::string& topic) {
   auto& p = producers_[topic];
   if (!p)
     p = std::make_unique<kafka::outbox_producer>(
-      brokers_, topic, delivery_timeout_ms_, "eventforge-dlq-replay");
+      cluster_, topic, delivery_timeout_ms_, "eventforge-dlq-replay");
   return *p;
 }
 
@@ -44,9 +44,8 @@ outcome failed_step(const db_error& e, const std::string& what,
               e.what() + "); whether it happened is unknown: GET " +
               "/admin/dlq/" + std::to_string(id) +
               " (or eventforge dlq show) tells what stands"};
-  return {result::unavailable,
-          what + " not done: the database failed (" + std::string(e.what()) +
-            "); nothing changed"};
+  return {result::unavailable, what + " not done: the database failed (" +
+                                 std::string(e.what()) + "); nothing changed"};
 }
 
 /// Why an entry in `status` cannot be replayed.
@@ -92,8 +91,8 @@ void dlq_operations::note_action(std::int64_t id, const std::string& action,
     store_->record_action(id, action, actor, what);
   } catch (const db_error& err) {
     // The audit line only; the entry's status says what stands.
-    ef::log::warn("dlq: entry {}: action not recorded ({}): {}", id,
-                  err.what(), what);
+    ef::log::warn("dlq: entry {}: action not recorded ({}): {}", id, err.what(),
+                  what);
   }
 }
 
@@ -116,8 +115,9 @@ outcome dlq_operations::publish_replay(const persistence::dlq_entry& e,
                   "; stays replaying, published again by the DLQ handler");
     return outcome{result::pending,
                    "replay of " + entry + " recorded but not acknowledged (" +
-                     why + "); the entry stays replaying and the DLQ "
-                           "handler publishes it again",
+                     why +
+                     "); the entry stays replaying and the DLQ "
+                     "handler publishes it again",
                    dlq_status::replaying};
   };
   // Step 2.
@@ -150,12 +150,12 @@ outcome dlq_operations::publish_replay(const persistence::dlq_entry& e,
     // Published and acknowledged: the replay happened. Only its mark is
     // missing, and the sweep publishes it once more (a suppressed
     // duplicate) and marks it.
-    ef::log::warn("dlq: entry {} replayed ({}) but not marked: {}", e.id,
-                  where, err.what());
+    ef::log::warn("dlq: entry {} replayed ({}) but not marked: {}", e.id, where,
+                  err.what());
     return {result::done,
-            "replayed entry " + entry + " (event " + e.event_id + ", " +
-              where + "); its entry stays replaying until the DLQ handler "
-                      "marks it (" +
+            "replayed entry " + entry + " (event " + e.event_id + ", " + where +
+              "); its entry stays replaying until the DLQ handler "
+              "marks it (" +
               err.what() + ")",
             dlq_status::replaying};
   }
@@ -217,8 +217,7 @@ outcome dlq_operations::discard(std::int64_t id, const std::string& actor) {
   try {
     if (auto r = release_next(e->consumer, e->order_key, actor))
       released = r->what == result::done || r->what == result::pending
-                   ? "; released the next parked event of order " +
-                       e->order_key
+                   ? "; released the next parked event of order " + e->order_key
                    : not_now(r->message);
   } catch (const std::exception& err) {
     released = not_now(err.what());

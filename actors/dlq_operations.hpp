@@ -1,5 +1,7 @@
 #pragma once
 
+#include "kafka/connection.hpp"
+
 #include "actors/chaos.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "persistence/dlq_store.hpp"
@@ -54,7 +56,8 @@ public:
   };
 
   /// `faults`: the crash points of the replay's steps (none if null).
-  dlq_operations(std::string dsn, std::string brokers, int delivery_timeout_ms,
+  dlq_operations(std::string dsn, kafka::connection cluster,
+                 int delivery_timeout_ms,
                  std::shared_ptr<chaos> faults = nullptr);
   ~dlq_operations();
 
@@ -95,7 +98,7 @@ private:
   outcome publish_replay(const persistence::dlq_entry& e,
                          const std::string& actor, const std::string& action);
 
-  std::string brokers_;
+  kafka::connection cluster_;
   int delivery_timeout_ms_;
   std::shared_ptr<chaos> faults_;
   std::unique_ptr<persistence::dlq_store> store_;

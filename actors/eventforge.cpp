@@ -285,9 +285,20 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
   // line, in the same words, before anything starts.
   if (auto err = config::check_settings(cfg))
     throw std::invalid_argument(*err);
+  if (auto err = kafka::check_properties(cfg.kafka.properties))
+    throw std::invalid_argument(*err);
   // [log] is the host's wish for EventForge's lines: applied to its logger
   // (config/logging.hpp), never to the host's own.
   log::apply(cfg);
+  if (!cfg.kafka.properties.empty()) {
+    // Which keys, never their values: some are secrets.
+    std::string keys;
+    for (auto& [k, v] : cfg.kafka.properties)
+      keys += (keys.empty() ? "" : ", ") + k;
+    ef::log::info("kafka: every client gets {} propert{}: {}",
+                  cfg.kafka.properties.size(),
+                  cfg.kafka.properties.size() == 1 ? "y" : "ies", keys);
+  }
   if (!registry)
     registry = std::make_shared<const consumer_registry>(
       consumer_registry::with_builtins());
@@ -331,12 +342,12 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
   });
   // Relay shards ask how far the consumers are behind every 250 ms while
   // they publish; one probe answers all of them.
+  auto cluster = kafka::cluster_of(cfg, ep.kafka_brokers);
   auto lead = std::make_shared<kafka::consumer_lead>(
-    ep.kafka_brokers, cfg.kafka.topic, cfg.kafka.partitions,
-    cfg.consumer.enabled, std::chrono::milliseconds(250));
-  auto ctx = std::make_shared<context>(context{cfg, dsn, ep.kafka_brokers,
-                                               metrics, faults, journal,
-                                               std::move(consumers), lead});
+    cluster, cfg.kafka.topic, cfg.kafka.partitions, cfg.consumer.enabled,
+    std::chrono::milliseconds(250));
+  auto ctx = std::make_shared<context>(context{
+    cfg, dsn, cluster, metrics, faults, journal, std::move(consumers), lead});
   persistence::require_fixed_setting(ctx->dsn, "relay.shards",
                                      std::to_string(cfg.relay.shards));
   if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)

@@ -92,7 +92,7 @@ std::chrono::milliseconds lag_sampler_state::round() {
     // connected to goes away (librdkafka 2.0.2). A fresh one usually fails
     // at once ("all broker connections are down"); if it hangs, only this
     // actor waits. Either way a scrape never opens one.
-    kafka::offset_reader broker(ctx->brokers);
+    kafka::offset_reader broker(ctx->cluster);
     export_lag(read_lag(ctx->cfg, broker, 2000), m);
     m.set("gauges_sampled_timestamp_seconds", {{"source", "broker"}},
           unix_now());

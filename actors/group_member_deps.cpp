@@ -21,7 +21,7 @@ group_member_deps production_group_member_deps(const context_ptr& ctx,
     for (auto& c : cfg.kafka.debug_contexts)
       contexts += (contexts.empty() ? "" : ",") + c;
     return std::make_unique<kafka::group_consumer>(
-      ctx->brokers, "eventforge." + consumer, cfg.kafka.topic,
+      ctx->cluster, "eventforge." + consumer, cfg.kafka.topic,
       cfg.kafka.session_timeout_ms, cfg.kafka.fetch_wait_max_ms, std::move(cbs),
       debug ? contexts : std::string{});
   };

@@ -21,7 +21,7 @@ public:
   dlq_parking_impl(context_ptr ctx, std::string consumer, std::int32_t p,
                    const partition_faults& faults)
       : ctx_(ctx), consumer_(std::move(consumer)), partition_(p),
-        faults_(faults), ops_(ctx->dsn, ctx->brokers,
+        faults_(faults), ops_(ctx->dsn, ctx->cluster,
                               ctx->cfg.kafka.delivery_timeout_ms, ctx->faults) {
   }
 
@@ -97,7 +97,7 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
   e.last_failure_at = now_rfc3339();
   if (!producer_)
     producer_ = std::make_unique<kafka::outbox_producer>(
-      ctx_->brokers, config::dlq_topic_of(ctx_->cfg),
+      ctx_->cluster, config::dlq_topic_of(ctx_->cfg),
       ctx_->cfg.kafka.delivery_timeout_ms, "eventforge-dlq-" + consumer_);
   auto d = producer_->publish_raw(
     rec.key, rec.value,

@@ -213,7 +213,7 @@ relay_deps production_relay_deps(const context_ptr& ctx, int shard) {
   };
   deps.producer = [ctx, shard] {
     return std::make_unique<kafka::outbox_producer>(
-      ctx->brokers, ctx->cfg.kafka.topic, ctx->cfg.kafka.delivery_timeout_ms,
+      ctx->cluster, ctx->cfg.kafka.topic, ctx->cfg.kafka.delivery_timeout_ms,
       "eventforge-relay-" + std::to_string(shard));
   };
   return deps;

@@ -61,7 +61,7 @@ std::chrono::milliseconds repairer_state::round() {
     store = std::make_unique<persistence::repair_store>(ctx->dsn);
   if (!probe)
     probe =
-      std::make_unique<kafka::broker_probe>(ctx->brokers, ctx->cfg.kafka.topic);
+      std::make_unique<kafka::broker_probe>(ctx->cluster, ctx->cfg.kafka.topic);
   bool was_active = active;
   active = store->hold_repairer_lease();
   if (active != was_active)

@@ -224,7 +224,8 @@ int dlq_command_line(const settings& cfg, const dlq_args& a) {
               << std::endl;
     return 2;
   }
-  ef::dlq_operations ops(cfg.database.url, cfg.kafka.brokers,
+  ef::dlq_operations ops(cfg.database.url,
+                         ef::kafka::cluster_of(cfg, cfg.kafka.brokers),
                          cfg.kafka.delivery_timeout_ms);
   auto user = std::getenv("USER");
   auto actor = std::string("cli:") + (user ? user : "unknown");

@@ -11,6 +11,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 namespace ef::config {
 
@@ -303,6 +304,15 @@ std::vector<option> make_options() {
     "kafka.brokers",
     [](settings& s) -> std::string& { return s.kafka.brokers; }, nullptr,
     "bootstrap servers; empty starts an in-process broker"));
+  v.push_back(str_opt(
+    "kafka.properties-file",
+    [](settings& s) -> std::string& { return s.kafka.properties_file; },
+    nullptr,
+    "file of librdkafka properties (key=value per line, # comments, as kcat "
+    "-F reads) that every Kafka client gets: security.protocol, "
+    "sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location, ...; "
+    "keep it mode 0600. Read at start, after it the environment: "
+    "EVENTFORGE_KAFKA_PROPERTY_SASL_PASSWORD sets sasl.password"));
   v.push_back(str_opt(
     "kafka.topic", [](settings& s) -> std::string& { return s.kafka.topic; },
     topic_name, "topic the order events are published to"));
@@ -639,6 +649,57 @@ std::optional<std::string> resolve_admin_token(settings& s) {
   return std::nullopt;
 }
 
+/// Fills kafka.properties from kafka.properties-file, then from the
+/// environment (EVENTFORGE_KAFKA_PROPERTY_SASL_PASSWORD -> sasl.password),
+/// so a secret need never be in a config file others can read or on a
+/// command line. Says which file line is wrong, never what it holds.
+std::optional<std::string> resolve_kafka_properties(settings& s) {
+  auto& k = s.kafka;
+  if (!k.properties_file.empty()) {
+    std::ifstream in(k.properties_file);
+    if (!in)
+      return "cannot read kafka.properties-file " + k.properties_file + ": " +
+             std::strerror(errno);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      auto trim = [](std::string t) {
+        auto b = t.find_first_not_of(" \t\r");
+        if (b == std::string::npos)
+          return std::string{};
+        return t.substr(b, t.find_last_not_of(" \t\r") - b + 1);
+      };
+      auto t = trim(line);
+      if (t.empty() || t[0] == '#')
+        continue;
+      auto eq = t.find('=');
+      auto where =
+        "kafka.properties-file " + k.properties_file + ":" + std::to_string(n);
+      if (eq == std::string::npos)
+        return where + ": expected key=value";
+      auto key = trim(t.substr(0, eq));
+      if (key.empty())
+        return where + ": the key before '=' is empty";
+      k.properties[key] = trim(t.substr(eq + 1));
+    }
+  }
+  static const std::string prefix = "EVENTFORGE_KAFKA_PROPERTY_";
+  for (char** e = environ; e && *e; ++e) {
+    std::string entry(*e);
+    auto eq = entry.find('=');
+    if (entry.compare(0, prefix.size(), prefix) != 0 || eq == std::string::npos)
+      continue;
+    auto name = entry.substr(prefix.size(), eq - prefix.size());
+    if (name.empty())
+      continue;
+    for (auto& c : name)
+      c = c == '_'
+            ? '.'
+            : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    k.properties[name] = entry.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 build_result build_settings(const raw_values& values) {
@@ -652,6 +713,8 @@ build_result build_settings(const raw_values& values) {
     r.error = *err;
   else if (auto token = resolve_admin_token(r.value))
     r.error = *token;
+  else if (auto props = resolve_kafka_properties(r.value))
+    r.error = *props;
   return r;
 }
 

@@ -12,17 +12,17 @@ namespace {
 
 /// Reads single records, so a position that is gone must be an error, never
 /// a silent jump to another offset.
-std::unique_ptr<RdKafka::KafkaConsumer> make_client(const std::string& brokers,
+std::unique_ptr<RdKafka::KafkaConsumer> make_client(const connection& cluster,
                                                     const std::string& group) {
   return make_side_consumer(
-    brokers, group, "probe",
+    cluster, group, "probe",
     {{"enable.auto.offset.store", "false"}, {"auto.offset.reset", "error"}});
 }
 
 } // namespace
 
 struct broker_probe::impl {
-  std::string brokers;
+  connection cluster;
   std::string topic;
   /// Never joins a group: it only reads watermarks and single records.
   std::unique_ptr<RdKafka::KafkaConsumer> reader;
@@ -30,11 +30,11 @@ struct broker_probe::impl {
   std::map<std::string, std::unique_ptr<RdKafka::KafkaConsumer>> groups;
 };
 
-broker_probe::broker_probe(const std::string& brokers, const std::string& topic)
+broker_probe::broker_probe(const connection& cluster, const std::string& topic)
     : impl_(std::make_unique<impl>()) {
-  impl_->brokers = brokers;
+  impl_->cluster = cluster;
   impl_->topic = topic;
-  impl_->reader = make_client(brokers, "eventforge.probe");
+  impl_->reader = make_client(cluster, "eventforge.probe");
 }
 
 broker_probe::~broker_probe() {
@@ -58,7 +58,7 @@ std::vector<std::int64_t> broker_probe::committed(const std::string& group,
                                                   int timeout_ms) {
   auto& c = impl_->groups[group];
   if (!c)
-    c = make_client(impl_->brokers, group);
+    c = make_client(impl_->cluster, group);
   std::vector<RdKafka::TopicPartition*> parts;
   for (int p = 0; p < partitions; ++p)
     parts.push_back(RdKafka::TopicPartition::create(impl_->topic, p));

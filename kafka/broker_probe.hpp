@@ -1,5 +1,7 @@
 #pragma once
 
+#include "kafka/connection.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,7 +16,7 @@ namespace ef::kafka {
 /// does not answer.
 class broker_probe {
 public:
-  broker_probe(const std::string& brokers, const std::string& topic);
+  broker_probe(const connection& cluster, const std::string& topic);
   ~broker_probe();
 
   struct watermarks {

@@ -11,9 +11,9 @@ namespace {
 /// The broker's answer through one probe client.
 class probe_question : public consumer_lead::question {
 public:
-  probe_question(const std::string& brokers, const std::string& topic,
+  probe_question(const connection& cluster, const std::string& topic,
                  int partitions, const std::vector<std::string>& consumers)
-      : probe_(brokers, topic), partitions_(partitions), consumers_(consumers) {
+      : probe_(cluster, topic), partitions_(partitions), consumers_(consumers) {
     // nop
   }
 
@@ -41,14 +41,14 @@ private:
 
 } // namespace
 
-consumer_lead::consumer_lead(std::string brokers, std::string topic,
+consumer_lead::consumer_lead(connection cluster, std::string topic,
                              int partitions, std::vector<std::string> consumers,
                              std::chrono::milliseconds max_age,
                              std::chrono::milliseconds stale_after)
     : consumer_lead(
-        [brokers = std::move(brokers), topic = std::move(topic), partitions,
+        [cluster = std::move(cluster), topic = std::move(topic), partitions,
          consumers = std::move(consumers)]() -> std::unique_ptr<question> {
-          return std::make_unique<probe_question>(brokers, topic, partitions,
+          return std::make_unique<probe_question>(cluster, topic, partitions,
                                                   consumers);
         },
         max_age, stale_after, [] { return clock::now(); }) {

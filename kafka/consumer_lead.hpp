@@ -1,5 +1,7 @@
 #pragma once
 
+#include "kafka/connection.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -43,7 +45,7 @@ public:
   };
   using question_factory = std::function<std::unique_ptr<question>()>;
 
-  consumer_lead(std::string brokers, std::string topic, int partitions,
+  consumer_lead(connection cluster, std::string topic, int partitions,
                 std::vector<std::string> consumers,
                 std::chrono::milliseconds max_age,
                 std::chrono::milliseconds stale_after = default_stale_after);

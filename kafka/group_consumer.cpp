@@ -122,7 +122,7 @@ struct group_consumer::impl {
   std::map<std::int32_t, std::int64_t> started_at;
 };
 
-group_consumer::group_consumer(const std::string& brokers,
+group_consumer::group_consumer(const connection& cluster,
                                const std::string& group,
                                const std::string& topic, int session_timeout_ms,
                                int fetch_wait_max_ms, callbacks cbs,
@@ -134,7 +134,8 @@ group_consumer::group_consumer(const std::string& brokers,
   impl_->rebalance =
     std::make_unique<rebalancer>(std::move(cbs), impl_->started_at);
   auto conf = make_conf(
-    {{"bootstrap.servers", brokers},
+    cluster,
+    {{"client.id", group},
      {"group.id", group},
      {"enable.auto.commit", "false"},
      {"enable.auto.offset.store", "false"},

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "kafka/connection.hpp"
+
 #include "kafka/group_client.hpp"
 #include <eventforge/messages/events.hpp>
 
@@ -30,7 +32,7 @@ public:
   /// `debug_contexts`: librdkafka debug contexts (e.g.
   /// "fetch,consumer,cgrp,topic") whose lines are kept in memory, the last
   /// 5,000, for recent_debug(); "" (the default) turns debugging off.
-  group_consumer(const std::string& brokers, const std::string& group,
+  group_consumer(const connection& cluster, const std::string& group,
                  const std::string& topic, int session_timeout_ms,
                  int fetch_wait_max_ms, callbacks cbs,
                  const std::string& debug_contexts = {});

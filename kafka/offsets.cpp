@@ -9,9 +9,9 @@ namespace ef::kafka {
 
 namespace {
 
-std::unique_ptr<RdKafka::KafkaConsumer> make_reader(const std::string& brokers,
+std::unique_ptr<RdKafka::KafkaConsumer> make_reader(const connection& cluster,
                                                     const std::string& group) {
-  return make_side_consumer(brokers, group, "reader");
+  return make_side_consumer(cluster, group, "reader");
 }
 
 } // namespace
@@ -23,8 +23,8 @@ struct offset_reader::clients {
   std::map<std::string, std::unique_ptr<RdKafka::KafkaConsumer>> groups;
 };
 
-offset_reader::offset_reader(std::string brokers)
-    : brokers_(std::move(brokers)), clients_(std::make_unique<clients>()) {
+offset_reader::offset_reader(connection cluster)
+    : cluster_(std::move(cluster)), clients_(std::make_unique<clients>()) {
   // nop
 }
 
@@ -40,7 +40,7 @@ std::vector<std::int64_t> offset_reader::log_ends(const std::string& topic,
                                                   int timeout_ms) {
   auto& c = clients_->inspect;
   if (!c)
-    c = make_reader(brokers_, "eventforge.inspect");
+    c = make_reader(cluster_, "eventforge.inspect");
   std::vector<std::int64_t> out;
   for (int p = 0; p < partitions; ++p) {
     int64_t low = 0, high = 0;
@@ -59,7 +59,7 @@ std::vector<std::int64_t> offset_reader::committed(const std::string& group,
                                                    int timeout_ms) {
   auto& c = clients_->groups[group];
   if (!c)
-    c = make_reader(brokers_, group);
+    c = make_reader(cluster_, group);
   std::vector<RdKafka::TopicPartition*> parts;
   for (int p = 0; p < partitions; ++p)
     parts.push_back(RdKafka::TopicPartition::create(topic, p));
@@ -74,25 +74,25 @@ std::vector<std::int64_t> offset_reader::committed(const std::string& group,
   return out;
 }
 
-std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
+std::vector<std::int64_t> log_end_offsets(const connection& cluster,
                                           const std::string& topic,
                                           int partitions, int timeout_ms) {
-  return offset_reader(brokers).log_ends(topic, partitions, timeout_ms);
+  return offset_reader(cluster).log_ends(topic, partitions, timeout_ms);
 }
 
-std::vector<std::int64_t> committed_offsets(const std::string& brokers,
+std::vector<std::int64_t> committed_offsets(const connection& cluster,
                                             const std::string& group,
                                             const std::string& topic,
                                             int partitions, int timeout_ms) {
-  return offset_reader(brokers).committed(group, topic, partitions, timeout_ms);
+  return offset_reader(cluster).committed(group, topic, partitions, timeout_ms);
 }
 
-void commit_offsets(const std::string& brokers, const std::string& group,
+void commit_offsets(const connection& cluster, const std::string& group,
                     const std::string& topic,
                     const std::vector<std::pair<int, std::int64_t>>& offsets) {
-  // Commit as a member of the group: brokers reject commits from outside a
+  // Commit as a member of the group: the broker rejects commits from outside a
   // group that has (or recently had) members.
-  auto c = make_reader(brokers, group);
+  auto c = make_reader(cluster, group);
   auto rc = c->subscribe({topic});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::vector<RdKafka::TopicPartition*> assigned;
@@ -114,10 +114,10 @@ void commit_offsets(const std::string& brokers, const std::string& group,
                              RdKafka::err2str(rc));
 }
 
-std::vector<stored_record> read_all(const std::string& brokers,
+std::vector<stored_record> read_all(const connection& cluster,
                                     const std::string& topic, int partitions) {
-  auto ends = log_end_offsets(brokers, topic, partitions);
-  auto c = make_reader(brokers, "eventforge.inspect");
+  auto ends = log_end_offsets(cluster, topic, partitions);
+  auto c = make_reader(cluster, "eventforge.inspect");
   std::vector<RdKafka::TopicPartition*> parts;
   for (int p = 0; p < partitions; ++p)
     parts.push_back(RdKafka::TopicPartition::create(

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "kafka/connection.hpp"
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -19,7 +21,7 @@ namespace ef::kafka {
 /// Not thread-safe.
 class offset_reader {
 public:
-  explicit offset_reader(std::string brokers);
+  explicit offset_reader(connection cluster);
   ~offset_reader();
   offset_reader(const offset_reader&) = delete;
   offset_reader& operator=(const offset_reader&) = delete;
@@ -35,19 +37,19 @@ public:
 
 private:
   struct clients;
-  std::string brokers_;
+  connection cluster_;
   std::unique_ptr<clients> clients_;
 };
 
 /// One-off reads (a client for the call): log end offset (high watermark)
 /// of every partition of `topic`.
-std::vector<std::int64_t> log_end_offsets(const std::string& brokers,
+std::vector<std::int64_t> log_end_offsets(const connection& cluster,
                                           const std::string& topic,
                                           int partitions,
                                           int timeout_ms = 10000);
 
 /// Committed next offset of `group` for every partition (-1: none).
-std::vector<std::int64_t> committed_offsets(const std::string& brokers,
+std::vector<std::int64_t> committed_offsets(const connection& cluster,
                                             const std::string& group,
                                             const std::string& topic,
                                             int partitions,
@@ -56,7 +58,7 @@ std::vector<std::int64_t> committed_offsets(const std::string& brokers,
 /// Sets `group`'s committed offsets (partition -> next offset), as an
 /// operator's offset reset would, by briefly joining the group. Meant for a
 /// stopped consumer: a running member may commit over it.
-void commit_offsets(const std::string& brokers, const std::string& group,
+void commit_offsets(const connection& cluster, const std::string& group,
                     const std::string& topic,
                     const std::vector<std::pair<int, std::int64_t>>& offsets);
 
@@ -70,7 +72,7 @@ struct stored_record {
   std::string event_id;
   std::vector<std::pair<std::string, std::string>> headers;
 };
-std::vector<stored_record> read_all(const std::string& brokers,
+std::vector<stored_record> read_all(const connection& cluster,
                                     const std::string& topic, int partitions);
 
 } // namespace ef::kafka

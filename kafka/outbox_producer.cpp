@@ -74,19 +74,18 @@ struct outbox_producer::impl {
   }
 };
 
-outbox_producer::outbox_producer(const std::string& brokers,
+outbox_producer::outbox_producer(const connection& cluster,
                                  const std::string& topic,
                                  int delivery_timeout_ms,
                                  const std::string& client_id)
     : impl_(std::make_unique<impl>()) {
-  auto conf =
-    make_conf({{"bootstrap.servers", brokers},
-               {"client.id", client_id},
-               {"enable.idempotence", "true"},
-               {"acks", "all"},
-               {"linger.ms", "1"},
-               {"log.connection.close", "false"},
-               {"message.timeout.ms", std::to_string(delivery_timeout_ms)}});
+  auto conf = make_conf(
+    cluster, {{"client.id", client_id},
+              {"enable.idempotence", "true"},
+              {"acks", "all"},
+              {"linger.ms", "1"},
+              {"log.connection.close", "false"},
+              {"message.timeout.ms", std::to_string(delivery_timeout_ms)}});
   std::string err;
   if (conf->set("dr_cb", &impl_->sink, err) != RdKafka::Conf::CONF_OK)
     throw std::runtime_error("kafka dr_cb: " + err);

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "kafka/connection.hpp"
+
 #include <eventforge/messages/events.hpp>
 
 #include <cstdint>
@@ -39,7 +41,7 @@ public:
 /// delivery report: the relay marks rows only from these reports.
 class outbox_producer : public event_publisher {
 public:
-  outbox_producer(const std::string& brokers, const std::string& topic,
+  outbox_producer(const connection& cluster, const std::string& topic,
                   int delivery_timeout_ms, const std::string& client_id);
   ~outbox_producer() override;
 

@@ -18,6 +18,7 @@ namespace ef::app {
 verification verify(const config::settings& cfg, const std::string& dsn,
                     const std::string& brokers) {
   verification v;
+  auto cluster = kafka::cluster_of(cfg, brokers);
   auto& consumers = cfg.consumer.enabled;
   v.violations = persistence::check_database(dsn, consumers, v.counts);
   // I5: below each group's committed offset, every record must have its DB
@@ -29,11 +30,11 @@ verification verify(const config::settings& cfg, const std::string& dsn,
     std::map<std::string, std::vector<std::int64_t>> now;
     for (auto& c : consumers)
       now[c] =
-        kafka::committed_offsets(brokers, "eventforge." + c, topic, parts);
+        kafka::committed_offsets(cluster, "eventforge." + c, topic, parts);
     return now;
   };
   auto committed = read_committed();
-  auto records = kafka::read_all(brokers, topic, parts);
+  auto records = kafka::read_all(cluster, topic, parts);
   auto marks = persistence::processed_marks(dsn);
   v.records = static_cast<long>(records.size());
   std::set<std::string> seen;
@@ -110,7 +111,7 @@ verification verify(const config::settings& cfg, const std::string& dsn,
   note("unsent", v.counts.unsent, again.unsent);
   note("marks", v.counts.marks, again.marks);
   note("effects", v.counts.effects, again.effects);
-  auto ends_again = kafka::log_end_offsets(brokers, topic, parts);
+  auto ends_again = kafka::log_end_offsets(cluster, topic, parts);
   for (int p = 0; p < parts; ++p)
     if (ends[p] > 0 || ends_again[p] > 0)
       note("log end of partition " + std::to_string(p), ends[p], ends_again[p]);

@@ -423,8 +423,8 @@ struct http_frontend::impl {
       ready = false;
     }
     try {
-      kafka::log_end_offsets(where.kafka_brokers, cfg.kafka.topic,
-                             cfg.kafka.partitions,
+      kafka::log_end_offsets(kafka::cluster_of(cfg, where.kafka_brokers),
+                             cfg.kafka.topic, cfg.kafka.partitions,
                              cfg.database.connect_timeout_s * 1000);
       body["broker"] = "ok";
     } catch (const std::exception& e) {

@@ -18,7 +18,7 @@ ops_view read_ops_view(const config::settings& cfg, const std::string& dsn,
     v.broker_not_read = "no --kafka.brokers given";
     return v;
   }
-  kafka::offset_reader broker(brokers);
+  kafka::offset_reader broker(kafka::cluster_of(cfg, brokers));
   v.lag = read_lag(cfg, broker, 10000);
   return v;
 }

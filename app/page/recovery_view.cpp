@@ -68,7 +68,8 @@ std::string delivery_text(const persistence::traced_delivery& d,
 recovery_view::recovery_view(const config::settings& cfg, std::string dsn,
                              std::string brokers,
                              std::shared_ptr<telemetry> metrics)
-    : cfg_(cfg), dsn_(std::move(dsn)), brokers_(std::move(brokers)),
+    : cfg_(cfg), dsn_(std::move(dsn)),
+      cluster_(kafka::cluster_of(cfg, std::move(brokers))),
       metrics_(std::move(metrics)) {
   // nop
 }
@@ -81,11 +82,11 @@ recovery_view::broker_positions recovery_view::positions() {
   broker_positions p;
   try {
     auto ends = kafka::log_end_offsets(
-      brokers_, cfg_.kafka.topic, cfg_.kafka.partitions, broker_timeout_ms);
+      cluster_, cfg_.kafka.topic, cfg_.kafka.partitions, broker_timeout_ms);
     p.log_end.assign(ends.begin(), ends.end());
     for (auto& c : cfg_.consumer.enabled) {
       auto committed =
-        kafka::committed_offsets(brokers_, "eventforge." + c, cfg_.kafka.topic,
+        kafka::committed_offsets(cluster_, "eventforge." + c, cfg_.kafka.topic,
                                  cfg_.kafka.partitions, broker_timeout_ms);
       p.committed[c].assign(committed.begin(), committed.end());
     }

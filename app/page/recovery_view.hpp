@@ -1,5 +1,6 @@
 #pragma once
 
+#include "kafka/connection.hpp"
 #include <eventforge/actors/telemetry.hpp>
 #include <eventforge/config/settings.hpp>
 
@@ -53,7 +54,7 @@ private:
 
   config::settings cfg_;
   std::string dsn_;
-  std::string brokers_;
+  kafka::connection cluster_;
   std::shared_ptr<telemetry> metrics_;
 
   std::mutex positions_mtx_; ///< one broker read at a time, shared

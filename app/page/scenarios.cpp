@@ -133,8 +133,8 @@ scenario_runner::scenario_runner(caf::actor_system& sys, eventforge_actor root,
                                  std::string brokers,
                                  std::shared_ptr<chaos> faults)
     : sys_(sys), root_(std::move(root)), cfg_(cfg), dsn_(dsn),
-      brokers_(std::move(brokers)), faults_(std::move(faults)),
-      journal_(std::move(dsn)) {
+      cluster_(kafka::cluster_of(cfg, std::move(brokers))),
+      faults_(std::move(faults)), journal_(std::move(dsn)) {
   // nop
 }
 
@@ -215,8 +215,8 @@ scenario_runner::start(const scenario& s) {
   std::string last_error;
   {
     caf::scoped_actor self{sys_};
-    for (int attempt = 0;
-         attempt < 10 && run.order_id.empty() && !cancelled_; ++attempt) {
+    for (int attempt = 0; attempt < 10 && run.order_id.empty() && !cancelled_;
+         ++attempt) {
       if (attempt > 0) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100 * attempt));
         persistence::journal_line line;
@@ -267,12 +267,12 @@ void scenario_runner::replay_when_parked(const std::string& order_id,
   // A detached actor: it waits on the database, never on a scheduler
   // thread, and stops with the tree (it monitors the root).
   auto store = std::make_shared<persistence::dlq_store>(dsn_);
-  auto moved_past = [brokers = brokers_, topic = cfg_.kafka.topic,
+  auto moved_past = [cluster = cluster_, topic = cfg_.kafka.topic,
                      partitions = cfg_.kafka.partitions,
                      group = "eventforge." +
                              consumer](const persistence::dlq_entry& e) {
     auto committed =
-      kafka::committed_offsets(brokers, group, topic, partitions, 2000);
+      kafka::committed_offsets(cluster, group, topic, partitions, 2000);
     return e.source_partition >= 0 &&
            e.source_partition < static_cast<int>(committed.size()) &&
            committed[e.source_partition] > e.source_offset;

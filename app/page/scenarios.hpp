@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/chaos.hpp"
+#include "kafka/connection.hpp"
 #include "persistence/recovery_journal.hpp"
 #include <eventforge/config/settings.hpp>
 #include <eventforge/messages/interfaces.hpp>
@@ -103,7 +104,7 @@ private:
   eventforge_actor root_;
   config::settings cfg_;
   std::string dsn_;
-  std::string brokers_;
+  kafka::connection cluster_;
   std::shared_ptr<chaos> faults_;
   persistence::recovery_journal journal_;
   std::atomic<bool> cancelled_{false};

@@ -1,7 +1,9 @@
 // The eventforge executable as a process: SIGKILL mid-stream, restart on the
 // same data, and bad command lines / config files.
 
+#include "kafka/embedded_broker.hpp"
 #include "kafka/offsets.hpp"
+#include "kafka/outbox_producer.hpp"
 #include "tests/support/harness.hpp"
 
 #include <catch2/catch.hpp>
@@ -304,4 +306,99 @@ TEST_CASE("serve_stopped_while_a_trace_and_a_scenario_wait_on_a_locked_table_"
   }
   trace.wait();
   scenario.wait();
+}
+
+TEST_CASE("every_kafka_client_of_serve_gets_the_configured_properties_and_"
+          "no_secret_is_shown") {
+  test::database db;
+  test::temp_dir dir;
+  kafka::embedded_broker broker(1, {{"orders", 6}, {"orders.dlq", 1}});
+  // debug=conf makes every librdkafka client print its configuration when
+  // it is made, named by its client.id: a client without the properties
+  // prints nothing. The password must show up nowhere.
+  auto props = dir.path + "/client.properties";
+  std::ofstream(props) << "debug=conf\nsasl.password=sasl-never-shown\n";
+  auto token = dir.path + "/admin-token";
+  std::ofstream(token) << "ops:token\n";
+  auto log = dir.path + "/serve.log";
+  test::child_process serve(
+    test::serve_command(
+      db.dsn(), broker.bootstrap_servers(),
+      {"--kafka.properties-file=" + props, "--http.admin-token-file=" + token}),
+    log);
+  auto ready = serve.await_line("ready");
+  REQUIRE_FALSE(ready.empty());
+  auto url = test::ready_field(ready, "http");
+  // An order through both consumers, and a record no consumer can decode:
+  // parked by both (their DLQ producers), then replayed (the replay's).
+  REQUIRE(
+    test::post_json(url, "/orders", test::order_body("props", 1, 100)).first ==
+    201);
+  {
+    kafka::outbox_producer p(broker.bootstrap_servers(), "orders", 10000,
+                             "test");
+    REQUIRE(p.publish_raw("k", "{not json", {}).persisted);
+  }
+  REQUIRE(test::wait_until(
+    [&] {
+      return db.scalar<int>("SELECT count(*) FROM dlq_events") == 2 &&
+             db.scalar<int>("SELECT count(*) FROM processed_events") == 2;
+    },
+    std::chrono::seconds(60)));
+  auto id = db.scalar<long>("SELECT min(id) FROM dlq_events");
+  auto [status, body] = test::run_command(
+    "curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: "
+    "Bearer token' " +
+    url + "/admin/dlq/" + std::to_string(id) + "/replay");
+  CHECK(body == "200");
+  auto all = [&] {
+    std::ifstream in(log);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  std::vector<std::string> clients{
+    "eventforge-relay-0#producer",     "eventforge-relay-1#producer",
+    "eventforge-relay-2#producer",     "eventforge-relay-3#producer",
+    "eventforge.fulfillment#consumer", "eventforge.billing#consumer",
+    "eventforge.dlq#consumer",         "eventforge-probe#consumer",
+    "eventforge-reader#consumer",      "eventforge-dlq-fulfillment#producer",
+    "eventforge-dlq-billing#producer", "eventforge-dlq-replay#producer"};
+  auto missing = [&] {
+    auto text = all();
+    std::string out;
+    for (auto& c : clients)
+      if (text.find("|CONF|" + c) == std::string::npos)
+        out += (out.empty() ? "" : ", ") + c;
+    return out;
+  };
+  CHECK(test::wait_until([&] { return missing().empty(); },
+                         std::chrono::seconds(30)));
+  INFO("clients that printed no configuration: " << missing());
+  CHECK(missing().empty());
+  serve.signal(SIGTERM);
+  CHECK(serve.wait() == 0);
+  auto text = all();
+  CHECK(text.find("sasl.password = [redacted]") != std::string::npos);
+  CHECK(text.find("sasl-never-shown") == std::string::npos);
+}
+
+TEST_CASE("serve_refuses_a_bad_kafka_property_naming_the_key_and_changes_"
+          "nothing") {
+  test::database db;
+  test::temp_dir dir;
+  auto props = dir.path + "/client.properties";
+  std::ofstream(props) << "security.protocol=bogus\n";
+  auto log = dir.path + "/serve.log";
+  test::child_process serve(
+    test::serve_command(db.dsn(), "127.0.0.1:1",
+                        {"--kafka.properties-file=" + props}),
+    log);
+  CHECK(serve.await_line("ready", std::chrono::seconds(30)).empty());
+  CHECK(serve.wait() != 0);
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  INFO(text);
+  CHECK(text.find("kafka property security.protocol") != std::string::npos);
+  // Refused before the schema was applied.
+  CHECK(db.scalar<int>("SELECT count(*) FROM information_schema.tables WHERE "
+                       "table_name = 'outbox'") == 0);
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,12 @@ struct settings {
 
   struct kafka_section {
     std::string brokers;
+    /// librdkafka properties every Kafka client gets (TLS, SASL, ...): read
+    /// from kafka.properties-file and EVENTFORGE_KAFKA_PROPERTY_* at start,
+    /// or set here by a host. Values are never logged.
+    std::map<std::string, std::string> properties;
+    /// A file of librdkafka properties, one `key=value` per line; "": none.
+    std::string properties_file;
     std::string topic = "orders";
     int partitions = 6;
     /// One: each Kafka client then runs one broker thread and one fetch

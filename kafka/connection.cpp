@@ -1,0 +1,154 @@
+#include "kafka/connection.hpp"
+
+#include "kafka/client_config.hpp"
+
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+
+namespace ef::kafka {
+
+namespace {
+
+/// Every property some client of kafka/ sets (make_conf refuses a role that
+/// sets another, so this list cannot fall behind the clients).
+constexpr std::array<const char*, 18> owned_properties = {
+  "bootstrap.servers",
+  "client.id",
+  "group.id",
+  "enable.auto.commit",
+  "enable.auto.offset.store",
+  "auto.offset.reset",
+  "enable.partition.eof",
+  "partition.assignment.strategy",
+  "session.timeout.ms",
+  "heartbeat.interval.ms",
+  "fetch.wait.max.ms",
+  "queued.max.messages.kbytes",
+  "queued.min.messages",
+  "enable.idempotence",
+  "acks",
+  "linger.ms",
+  "message.timeout.ms",
+  "log.connection.close",
+};
+
+/// Why an owned property may not be given, in words an operator can act on.
+std::string why_owned(const std::string& key) {
+  if (key == "bootstrap.servers")
+    return "set kafka.brokers instead";
+  if (key == "session.timeout.ms" || key == "fetch.wait.max.ms" ||
+      key == "message.timeout.ms")
+    return "set kafka." +
+           std::string(key == "session.timeout.ms"  ? "session-timeout-ms"
+                       : key == "fetch.wait.max.ms" ? "fetch-wait-max-ms"
+                                                    : "delivery-timeout-ms") +
+           " instead";
+  return "EventForge sets it on its clients itself: offsets move only after "
+         "the database commit and producers are idempotent with acks=all";
+}
+
+/// librdkafka's error text with a secret's value taken out.
+std::string without_value(const std::string& key, const std::string& value,
+                          std::string text) {
+  if (!is_secret_property(key) || value.empty())
+    return text;
+  for (auto at = text.find(value); at != std::string::npos;
+       at = text.find(value, at))
+    text.replace(at, value.size(), "***");
+  return text;
+}
+
+/// Swallows a client's log lines: the check's throwaway client has no
+/// brokers on purpose and would say so.
+class silent : public RdKafka::EventCb {
+public:
+  void event_cb(RdKafka::Event&) override {}
+};
+
+} // namespace
+
+bool is_secret_property(const std::string& key) {
+  for (const char* word : {"password", "secret", "key.pem", ".pem", "jaas",
+                           "oauthbearer.config", "ssl_key"})
+    if (key.find(word) != std::string::npos)
+      return true;
+  return false;
+}
+
+bool is_owned_property(const std::string& key) {
+  return std::find(owned_properties.begin(), owned_properties.end(), key) !=
+         owned_properties.end();
+}
+
+std::unique_ptr<RdKafka::Conf> make_conf(const connection& cluster,
+                                         const properties& role_props) {
+  std::unique_ptr<RdKafka::Conf> conf(
+    RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string err;
+  for (auto& [k, v] : cluster.properties)
+    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)
+      throw std::runtime_error("kafka property " + k + ": " +
+                               without_value(k, v, err));
+  for (auto& [k, v] : role_props) {
+    if (!is_owned_property(k))
+      throw std::logic_error("kafka client sets " + k +
+                             ", which kafka/connection.cpp does not list as "
+                             "owned");
+    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)
+      throw std::runtime_error("kafka config " + k + "=" + v + ": " + err);
+  }
+  if (!cluster.brokers.empty() &&
+      conf->set("bootstrap.servers", cluster.brokers, err) !=
+        RdKafka::Conf::CONF_OK)
+    throw std::runtime_error("kafka config bootstrap.servers: " + err);
+  return conf;
+}
+
+std::unique_ptr<RdKafka::KafkaConsumer>
+make_side_consumer(const connection& cluster, const std::string& group,
+                   const std::string& role, const properties& extra) {
+  properties props{{"client.id", "eventforge-" + role},
+                   {"group.id", group},
+                   {"enable.auto.commit", "false"},
+                   {"enable.partition.eof", "false"},
+                   {"log.connection.close", "false"}};
+  for (auto& [k, v] : extra)
+    props[k] = v;
+  auto conf = make_conf(cluster, props);
+  std::string err;
+  std::unique_ptr<RdKafka::KafkaConsumer> c(
+    RdKafka::KafkaConsumer::create(conf.get(), err));
+  if (!c)
+    throw std::runtime_error("cannot create kafka " + role + ": " + err);
+  return c;
+}
+
+std::optional<std::string> check_properties(const properties& props) {
+  for (auto& [k, v] : props)
+    if (is_owned_property(k))
+      return "kafka property " + k + " may not be set: " + why_owned(k);
+  std::unique_ptr<RdKafka::Conf> conf(
+    RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
+  std::string err;
+  for (auto& [k, v] : props)
+    if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)
+      return "kafka property " + k + ": " + without_value(k, v, err);
+  // Some settings are checked only when a client is made (a CA file that
+  // cannot be read, SASL without credentials): make one, with no brokers
+  // so it reaches nothing, and nothing to say.
+  silent quiet;
+  if (conf->set("event_cb", static_cast<RdKafka::EventCb*>(&quiet), err) !=
+      RdKafka::Conf::CONF_OK)
+    return "kafka event_cb: " + err;
+  std::unique_ptr<RdKafka::Producer> client(
+    RdKafka::Producer::create(conf.get(), err));
+  if (!client) {
+    for (auto& [k, v] : props)
+      err = without_value(k, v, err);
+    return "kafka properties refused by librdkafka: " + err;
+  }
+  return std::nullopt;
+}
+
+} // namespace ef::kafka
