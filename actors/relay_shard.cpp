@@ -31,8 +31,21 @@ bool relay_shard_state::too_far_ahead() {
   if (now < next_lead_check)
     return !lead_block.empty();
   next_lead_check = now + lead_check_interval;
+  std::vector<kafka::consumer_lead::entry> leads;
+  try {
+    leads = ctx->lead->current();
+  } catch (const std::exception& e) {
+    // The broker did not answer (a broker down, a coordinator moving): the
+    // last decision stands until it does. Publishing fails the same way if
+    // the whole cluster is gone; crashing the relay would only add a
+    // restart to the outage.
+    ef::log::debug("relay {}: consumer lead unknown ({}); keeping the last "
+                   "decision",
+                   shard, e.what());
+    return !lead_block.empty();
+  }
   std::string why;
-  for (auto& x : ctx->lead->current()) {
+  for (auto& x : leads) {
     if (static_cast<double>(x.ahead) * record_bytes <
         static_cast<double>(limit))
       continue;

@@ -10,6 +10,7 @@
 #include "app/embedded/topics.hpp"
 #include "app/page/ops_view.hpp"
 #include "app/tools/bench_runner.hpp"
+#include "app/tools/broker_control.hpp"
 #include "app/tools/chaos_runner.hpp"
 #include "config/crash_points.hpp"
 #include "config/reference.hpp"
@@ -165,8 +166,16 @@ int broker(const settings& cfg) {
   auto signals = block_shutdown_signals();
   ef::kafka::embedded_broker b(cfg.kafka.embedded_brokers,
                                ef::app::broker_topics(cfg));
-  std::cout << "ready kafka=" << b.bootstrap_servers() << std::endl;
+  std::cout << "ready kafka=" << b.bootstrap_servers()
+            << " brokers=" << b.brokers() << " faults=stdin" << std::endl;
+  // Fault commands on stdin (docs/chaos.md): whoever started the broker,
+  // and no one else, may fail it.
+  std::atomic<bool> stop{false};
+  std::thread control(
+    [&] { ef::app::serve_fault_commands(b, 0, std::cout, stop); });
   wait_for_shutdown(signals);
+  stop = true;
+  control.join();
   return 0;
 }
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "kafka/broker_fault.hpp"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +33,19 @@ public:
   /// Takes all brokers down (true) or brings them back (false): the clients'
   /// connections fail as in a real outage.
   void set_down(bool down);
+
+  /// Brokers in the cluster (ids 1..brokers()).
+  int brokers() const;
+
+  /// Applies a fault and says what it did ("broker 2 down; leaders moved:
+  /// orders/1 -> 3, orders/4 -> 1"). Throws std::invalid_argument naming
+  /// what does not exist (broker 4 of 3, an unknown topic or partition),
+  /// and then has changed nothing. Thread-safe.
+  std::string apply(const broker_fault& fault);
+
+  /// The leader of every partition of `topic`, by partition (empty for an
+  /// unknown topic).
+  std::vector<int> leaders(const std::string& topic) const;
 
   /// The underlying mock cluster, for fault injection in tests
   /// (rd_kafka_mock_push_request_errors and friends).

@@ -308,7 +308,8 @@ namespace ef::test {
 child_process::child_process(const std::vector<std::string>& argv,
                              const std::string& stderr_path) {
   int fds[2];
-  if (pipe(fds) != 0)
+  int in[2];
+  if (pipe(fds) != 0 || pipe(in) != 0)
     throw std::runtime_error("pipe failed");
   std::vector<char*> args;
   for (auto& a : argv)
@@ -317,6 +318,9 @@ child_process::child_process(const std::vector<std::string>& argv,
   pid_ = fork();
   if (pid_ == 0) {
     ::dup2(fds[1], 1);
+    ::dup2(in[0], 0);
+    ::close(in[0]);
+    ::close(in[1]);
     int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (err >= 0)
       ::dup2(err, 2);
@@ -326,7 +330,18 @@ child_process::child_process(const std::vector<std::string>& argv,
     ::_exit(127);
   }
   ::close(fds[1]);
+  ::close(in[0]);
   out_fd_ = fds[0];
+  in_fd_ = in[1];
+}
+
+void child_process::write_line(const std::string& line) {
+  // A child that died must fail the test, not kill it with SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+  auto text = line + "\n";
+  if (::write(in_fd_, text.data(), text.size()) !=
+      static_cast<ssize_t>(text.size()))
+    throw std::runtime_error("cannot write to the child's stdin");
 }
 
 child_process::~child_process() {
@@ -336,6 +351,8 @@ child_process::~child_process() {
   }
   if (out_fd_ >= 0)
     ::close(out_fd_);
+  if (in_fd_ >= 0)
+    ::close(in_fd_);
 }
 
 std::string child_process::await_line(const std::string& prefix,
@@ -389,10 +406,26 @@ std::string ready_field(const std::string& line, const std::string& name) {
   return line.substr(from, line.find(' ', from) - from);
 }
 
-broker_process::broker_process(const std::string& log_path)
-    : process_({eventforge_binary(), "broker"}, log_path),
+namespace {
+
+std::vector<std::string> with(std::vector<std::string> argv,
+                              const std::vector<std::string>& extra) {
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+} // namespace
+
+broker_process::broker_process(const std::string& log_path,
+                               const std::vector<std::string>& extra)
+    : process_(with({eventforge_binary(), "broker"}, extra), log_path),
       brokers_(ready_field(process_.await_line("ready"), "kafka")) {
   // nop
+}
+
+std::string broker_process::fault(const std::string& command) {
+  process_.write_line(command);
+  return process_.await_line("fault ", std::chrono::seconds(10));
 }
 
 std::vector<std::string> serve_command(const std::string& dsn,

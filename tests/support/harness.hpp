@@ -164,6 +164,9 @@ public:
   await_line(const std::string& prefix,
              std::chrono::milliseconds limit = std::chrono::seconds(60));
   void signal(int sig);
+  /// Writes `line` and a newline to the child's stdin (a pipe that stays
+  /// open until this object goes).
+  void write_line(const std::string& line);
   /// Waits for exit and returns the exit code (128+N for signal N).
   int wait();
   pid_t pid() const { return pid_; }
@@ -171,6 +174,7 @@ public:
 private:
   pid_t pid_ = -1;
   int out_fd_ = -1;
+  int in_fd_ = -1;
   std::string buffer_;
 };
 
@@ -181,9 +185,13 @@ std::string ready_field(const std::string& line, const std::string& name);
 /// serve processes a test starts, kills and restarts.
 class broker_process {
 public:
-  explicit broker_process(const std::string& log_path);
+  explicit broker_process(const std::string& log_path,
+                          const std::vector<std::string>& extra = {});
   /// Its bootstrap servers ("" if it never got ready).
   const std::string& brokers() const { return brokers_; }
+  /// Sends a fault command on its stdin and returns its answer line
+  /// ("fault ok: ..." or "fault error: ...").
+  std::string fault(const std::string& command);
 
 private:
   child_process process_;
