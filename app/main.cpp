@@ -483,6 +483,17 @@ int main(int argc, char** argv) {
                  "orders written straight into the outbox before the run, "
                  "as if piled up while the pipeline was stopped")
     ->check(CLI::Range(0L, 100000000L));
+  chaos
+    ->add_option("--broker-faults", plan.broker_faults,
+                 "Kafka faults to inject in turn, drawn from the seed: "
+                 "leader, down, rtt, errors, coordinator, or all "
+                 "(comma-separated; in-process broker, "
+                 "--kafka.embedded-brokers=3 as a real cluster)")
+    ->delimiter(',');
+  chaos
+    ->add_option("--broker-fault-count", plan.broker_fault_count,
+                 "how many Kafka faults, evenly spaced over the orders")
+    ->check(CLI::Range(1, 100000));
   chaos->add_flag("--backlog-past-retention", plan.backlog_past_retention,
                   "publish the backlog while the consumers are down, so the "
                   "broker trims it before they read it");

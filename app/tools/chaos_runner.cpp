@@ -1,6 +1,9 @@
 #include "app/tools/chaos_runner.hpp"
 
+#include "app/tools/fault_schedule.hpp"
+
 #include "app/tools/pipeline_host.hpp"
+#include "kafka/embedded_broker.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/ids.hpp"
 #include "persistence/backlog_writer.hpp"
@@ -24,6 +27,7 @@
 #include <cxxabi.h>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <thread>
 #include <typeinfo>
@@ -180,6 +184,23 @@ void drive(const pipeline& pipe, const config::settings& cfg,
 int run_chaos(const config::settings& cfg, const chaos_plan& plan,
               caf::actor_system_config& caf_cfg) {
   auto started = clock::now();
+  // Checked before anything starts: a bad argument changes nothing.
+  auto fault_kinds = plan.broker_faults;
+  if (!fault_kinds.empty()) {
+    std::string refusal;
+    if (!cfg.kafka.brokers.empty())
+      refusal = "--broker-faults needs the in-process broker (leave "
+                "kafka.brokers empty; fail a real cluster with its own tools)";
+    else if (plan.broker_restarts > 0)
+      refusal = "--broker-faults and --broker-restarts are separate runs";
+    else if (auto err =
+               expand_fault_kinds(fault_kinds, cfg.kafka.embedded_brokers))
+      refusal = *err;
+    if (!refusal.empty()) {
+      std::cerr << "chaos: " << refusal << std::endl;
+      return 2;
+    }
+  }
   runtime rt(cfg);
   if ((plan.broker_restarts > 0 || plan.backlog_past_retention) &&
       !rt.broker()) {
@@ -271,6 +292,36 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan,
     ef::log::warn("chaos: broker restart {} of {} done at {} orders", k,
                   plan.broker_restarts, stats.created.load());
   }
+  // Kafka faults at their points of the drive, each undone (a broker back
+  // up, its delay gone) after its hold while the orders go on.
+  fault_target target{cfg.kafka.embedded_brokers,
+                      cfg.kafka.topic,
+                      cfg.kafka.partitions,
+                      {"eventforge.dlq"}};
+  for (auto& c : cfg.consumer.enabled)
+    target.groups.push_back("eventforge." + c);
+  auto schedule = plan_broker_faults(
+    cfg.chaos.seed, fault_kinds, plan.broker_fault_count, plan.orders, target);
+  std::map<std::string, int> faults_by_kind;
+  std::vector<std::string> fault_lines;
+  for (auto& f : schedule) {
+    while (driving && stats.created < f.at_order)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Once the drive is over the rest still come, in the same order: the
+    // consumers then fail while they catch up.
+    auto did = rt.broker()->apply(f.fault);
+    ef::log::warn("chaos: kafka fault at {} orders: {}: {}",
+                  stats.created.load(), to_string(f.fault), did);
+    fault_lines.push_back(std::to_string(f.at_order) + " " +
+                          to_string(f.fault));
+    ++faults_by_kind[f.kind];
+    if (f.undo) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(f.hold_ms));
+      rt.broker()->apply(*f.undo);
+    }
+  }
+  if (!schedule.empty())
+    rt.broker()->apply(kafka::broker_fault{}); // clear: nothing pending
   driver.join();
   auto driven = clock::now();
   end_phase("drive");
@@ -362,6 +413,18 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan,
                 static_cast<unsigned long long>(digest));
   report["crashes"] = {
     {"count", crashed.size()}, {"digest", hex}, {"injected", crashed}};
+  std::string fault_text;
+  for (auto& line : fault_lines)
+    fault_text += line + "\n";
+  char fault_hex[17];
+  std::snprintf(fault_hex, sizeof(fault_hex), "%016llx",
+                static_cast<unsigned long long>(fnv1a64(fault_text)));
+  json by_kind(faults_by_kind);
+  report["broker_faults"] = {{"count", fault_lines.size()},
+                             {"by_kind", by_kind},
+                             {"digest", fault_hex},
+                             {"injected", fault_lines}};
+  std::string fault_digest = fault_hex;
   report["verification"] = json::parse(to_json(result));
   bool ok = settled && result.ok() && stats.failed == 0;
   report["ok"] = ok;
@@ -382,6 +445,8 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan,
             << "\n  broker restarts: " << restarts_done << ", broker epochs "
             << repairs.epoch << ", consumer gaps " << repairs.gaps
             << ", events republished " << repairs.republished_total
+            << "\n  kafka faults: " << fault_lines.size() << " "
+            << by_kind.dump() << " (digest " << fault_digest << ")"
             << "\n  peak RSS: " << static_cast<long>(rss_mib) << " MiB"
             << "\n  client retries: " << stats.retries
             << ", client failures: " << stats.failed

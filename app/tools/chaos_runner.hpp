@@ -3,6 +3,7 @@
 #include <eventforge/config/settings.hpp>
 
 #include <string>
+#include <vector>
 
 namespace caf {
 class actor_system_config;
@@ -27,6 +28,11 @@ struct chaos_plan {
   /// Publish the backlog while the consumers are down, so that the broker
   /// trims it before they read it (a consumer group down past retention).
   bool backlog_past_retention = false;
+  /// Kafka-side faults to inject in turn (leader, down, rtt, errors,
+  /// coordinator, or all), drawn from chaos.seed; in-process broker only.
+  std::vector<std::string> broker_faults;
+  /// How many of them, at evenly spaced points of the orders.
+  int broker_fault_count = 20;
 };
 
 /// Starts the whole system (embedded or configured services), drives the

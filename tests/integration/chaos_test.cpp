@@ -84,6 +84,48 @@ TEST_CASE("chaos_with_broker_restarts_keeps_every_invariant_and_the_same_"
   CHECK(r1["crashes_by_point"] == r2["crashes_by_point"]);
 }
 
+TEST_CASE("chaos_with_every_kafka_fault_and_the_crash_points_on_three_"
+          "brokers_keeps_every_invariant_and_replays_its_faults") {
+  auto args = std::string(
+    "--orders 600 --concurrency 8 --seed 9 --rate 0.02 "
+    "--kafka.embedded-brokers=3 --broker-faults=all --broker-fault-count=10");
+  auto [code1, r1, out1] = chaos_run(args);
+  INFO(out1);
+  REQUIRE(code1 == 0);
+  CHECK(r1["ok"] == true);
+  CHECK(r1["verification"]["violations"].empty());
+  CHECK(r1["business_changes"] == 2 * r1["logical_events"].get<int>());
+  // Every kind, twice, in turn.
+  CHECK(r1["broker_faults"]["count"] == 10);
+  for (auto kind : {"leader", "down", "rtt", "errors", "coordinator"})
+    CHECK(r1["broker_faults"]["by_kind"][kind] == 2);
+  CHECK(r1["crashes"]["count"].get<int>() > 0);
+  // The same seed injects the same Kafka faults at the same points.
+  auto [code2, r2, out2] = chaos_run(args);
+  INFO(out2);
+  REQUIRE(code2 == 0);
+  CHECK(r2["broker_faults"]["injected"] == r1["broker_faults"]["injected"]);
+  CHECK(r2["broker_faults"]["digest"] == r1["broker_faults"]["digest"]);
+}
+
+TEST_CASE("chaos_refuses_broker_faults_it_cannot_inject_before_it_starts_"
+          "anything") {
+  test::temp_dir dir;
+  for (auto args : {"--broker-faults=leader,bogus --kafka.embedded-brokers=3",
+                    "--broker-faults=down", // one broker: the whole cluster
+                    "--broker-faults=rtt --kafka.brokers=127.0.0.1:1",
+                    "--broker-faults=rtt --broker-restarts 1"}) {
+    auto [code, out] =
+      test::run_command(test::eventforge_binary() + " chaos --orders 10 " +
+                        args + " --database.data-dir=" + dir.path + "/pg 2>&1");
+    INFO(args << ": " << out);
+    CHECK(code == 2);
+    CHECK(out.rfind("chaos: ", 0) == 0);
+  }
+  // Nothing was started: no cluster was created.
+  CHECK_FALSE(std::ifstream(dir.path + "/pg/PG_VERSION").good());
+}
+
 TEST_CASE("chaos_backlog_published_past_the_broker_retention_is_repaired_"
           "from_the_outbox_and_applied_once") {
   // One partition holds about 10,000 small records: 14,000 published while
