@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets everything up, then runs `eventforge serve` on the embedded defaults:
+# Sets up what `serve` needs (packages, the eventforge target; not the tests),
+# then runs `eventforge serve` on the embedded defaults:
 # a private PostgreSQL cluster in var/pg and an in-process Kafka broker.
 # Extra arguments go to `eventforge serve` (e.g. --http.port=9090).
 # The recovery page at http://127.0.0.1:8080/ may run its failure scenarios
@@ -8,7 +9,7 @@
 # argument (and no config file) chooses the address.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+EF_SETUP=serve bash scripts/setup.sh
 data_dir=var/pg
 # As root, PostgreSQL runs as user postgres, which must reach the data dir.
 if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$PWD" 2>/dev/null; then

@@ -2,19 +2,27 @@
 # Installs the Debian 12 packages EventForge needs (only those missing) and
 # builds it into build/ (build-asan/ or build-tsan/ when EF_CMAKE_ARGS asks
 # for a sanitizer). Idempotent; safe to run again.
+#
+# EF_SETUP=serve (scripts/serve.sh) sets up only what `eventforge serve`
+# needs: the libraries, PostgreSQL and the eventforge target; no test
+# framework, compilers for the fuzzer, Prometheus, Chromium or node modules.
+# By default (scripts/test.sh, CI) everything, tests included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${EF_SETUP:-all}
 
 packages=(
   g++ make cmake pkg-config ccache
   libcaf-dev libpqxx-dev libpq-dev librdkafka-dev
-  nlohmann-json3-dev catch2 libspdlog-dev libcli11-dev libcpp-httplib-dev
-  libboost1.81-dev prometheus-cpp-dev clang libclang-rt-14-dev curl
-  postgresql-15 prometheus chromium
+  nlohmann-json3-dev libspdlog-dev libcli11-dev libcpp-httplib-dev
+  libboost1.81-dev prometheus-cpp-dev postgresql-15
 )
-# Node.js and npm for the browser test; a machine may already have them from
-# another source (e.g. a newer nodejs that bundles npm): then keep those.
-command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+if [ "$mode" != serve ]; then
+  packages+=(catch2 clang libclang-rt-14-dev curl prometheus chromium)
+  # Node.js and npm for the browser test; a machine may already have them
+  # from another source (e.g. a newer nodejs that bundles npm): keep those.
+  command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
@@ -41,13 +49,17 @@ fi
 
 source scripts/build_dir.sh
 build_type=${EF_BUILD_TYPE:-RelWithDebInfo}
+tests=ON
+[ "$mode" = serve ] && tests=OFF
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" \
-  "${compiler_args[@]}" ${EF_CMAKE_ARGS:-} >/dev/null
+  -DEF_BUILD_TESTS="$tests" "${compiler_args[@]}" ${EF_CMAKE_ARGS:-} >/dev/null
 # EF_BUILD_TARGETS (space-separated) builds only those targets, e.g. CI's
 # sanitizer pass over the actor tests; by default everything is built.
 targets=()
+[ "$mode" = serve ] && targets+=(--target eventforge)
 for t in ${EF_BUILD_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
+[ "$mode" = serve ] && exit 0
 
 # The browser test (tests/browser) drives Debian's chromium with playwright-core
 # from package-lock.json. Playwright must never download a browser of its own:
