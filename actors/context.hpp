@@ -3,6 +3,7 @@
 #include "actors/chaos.hpp"
 #include "kafka/connection.hpp"
 #include "kafka/consumer_lead.hpp"
+#include "kafka/lead_limit.hpp"
 #include "persistence/outbox_listener.hpp"
 #include "persistence/recovery_journal.hpp"
 #include <eventforge/actors/telemetry.hpp>
@@ -32,6 +33,9 @@ struct context {
   /// How far the consumers are behind the log ends, for the relay shards'
   /// relay.max-lead-bytes (one probe for all of them).
   std::shared_ptr<kafka::consumer_lead> lead;
+  /// relay.max-lead-bytes as configured or derived from the topic's
+  /// retention (one for all relay shards).
+  std::shared_ptr<kafka::lead_limit> lead_limit;
   /// The LISTEN session the relay shards of this tree share.
   std::shared_ptr<persistence::listener_slot> outbox_wakeups =
     std::make_shared<persistence::listener_slot>();

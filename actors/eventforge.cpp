@@ -346,8 +346,18 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
   auto lead = std::make_shared<kafka::consumer_lead>(
     cluster, cfg.kafka.topic, cfg.kafka.partitions, cfg.consumer.enabled,
     std::chrono::milliseconds(250));
-  auto ctx = std::make_shared<context>(context{
-    cfg, dsn, cluster, metrics, faults, journal, std::move(consumers), lead});
+  // What a partition's log holds sizes how far the relays may run ahead.
+  auto lead_limit = std::make_shared<kafka::lead_limit>(
+    cfg.relay.max_lead_bytes,
+    [cluster, topic = cfg.kafka.topic](std::string& why,
+                                       const std::atomic<bool>& stop) {
+      return kafka::describe_retention(cluster, topic, 5000, why, stop);
+    },
+    ep.kafka_log_bytes, std::int64_t{2} * 1024 * 1024);
+  lead_limit->watch();
+  auto ctx = std::make_shared<context>(
+    context{cfg, dsn, cluster, metrics, faults, journal, std::move(consumers),
+            lead, lead_limit});
   persistence::require_fixed_setting(ctx->dsn, "relay.shards",
                                      std::to_string(cfg.relay.shards));
   if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)

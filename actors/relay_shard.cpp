@@ -24,9 +24,11 @@ constexpr auto lead_check_interval = 250ms;
 } // namespace
 
 bool relay_shard_state::too_far_ahead() {
-  auto limit = ctx->cfg.relay.max_lead_bytes;
-  if (limit <= 0 || record_bytes <= 0 || !ctx->lead)
-    return false; // off, nothing published yet, or no broker to ask
+  if (record_bytes <= 0 || !ctx->lead || !ctx->lead_limit)
+    return false; // nothing published yet, or no broker to ask
+  auto limit = ctx->lead_limit->bytes();
+  if (limit <= 0)
+    return false; // off
   auto now = clock->now();
   if (now < next_lead_check)
     return !lead_block.empty();

@@ -427,13 +427,15 @@ std::vector<option> make_options() {
     3600000, "longest wait between a relay's publish attempts"));
   v.push_back(int_opt<std::int64_t>(
     "relay.max-lead-bytes",
-    [](settings& s) -> std::int64_t& { return s.relay.max_lead_bytes; }, 0,
+    [](settings& s) -> std::int64_t& { return s.relay.max_lead_bytes; }, -1,
     std::numeric_limits<std::int64_t>::max(),
     "bytes of events a partition may hold beyond the slowest enabled "
     "consumer's committed offset before the relays wait (the outbox keeps "
-    "the rest); keep it below the topic's retention.bytes (the in-process "
-    "broker keeps 5 MiB per partition) so no unread record is trimmed and "
-    "repairs cannot outrun the consumers; 0: no limit"));
+    "the rest), so no unread record is trimmed and repairs cannot outrun "
+    "the consumers. -1: 80 % of the topic's retention.bytes as the broker "
+    "describes it (the in-process broker: of its 5 MiB log per partition), "
+    "no limit when retention.bytes is unlimited, 2 MiB when the broker does "
+    "not say; 0: no limit"));
   // -- repair --------------------------------------------------------------
   v.push_back(int_opt<int>(
     "repair.interval-ms",

@@ -2,6 +2,7 @@
 
 #include "kafka/broker_fault.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ public:
     std::string name;
     int partitions;
   };
+
+  /// What each partition's log holds before its oldest records go
+  /// (librdkafka 2.0.2's mock cluster: 5 MiB, fixed), as retention.bytes
+  /// would. The mock cluster does not answer DescribeConfigs.
+  static constexpr std::int64_t log_bytes_per_partition = 5 * 1024 * 1024;
 
   embedded_broker(int brokers, const std::vector<topic_spec>& topics);
   ~embedded_broker();

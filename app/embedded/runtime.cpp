@@ -45,6 +45,8 @@ runtime::runtime(const config::settings& cfg) : cfg_(cfg) {
     broker_ = std::make_unique<kafka::embedded_broker>(
       cfg.kafka.embedded_brokers, broker_topics(cfg));
     endpoints_.kafka_brokers = broker_->bootstrap_servers();
+    endpoints_.kafka_log_bytes =
+      kafka::embedded_broker::log_bytes_per_partition;
     ef::log::info("started in-process Kafka broker at {}",
                   endpoints_.kafka_brokers);
   } else {

@@ -1,5 +1,7 @@
 #include "app/tools/bench_runner.hpp"
 
+#include "kafka/lead_limit.hpp"
+
 #include "app/tools/pipeline_host.hpp"
 #include "bench/cost.hpp"
 #include "bench/e2e_latency.hpp"
@@ -228,7 +230,11 @@ backlog_figures drain_backlog(caf::actor_system& sys,
   // would let them (relay.max-lead-bytes per partition, at ~512 bytes a
   // record): the in-process broker keeps all of it for the consumers.
   auto lead = cfg.relay.max_lead_bytes > 0 ? cfg.relay.max_lead_bytes
-                                           : std::int64_t{64} << 20;
+              : cfg.relay.max_lead_bytes < 0
+                ? kafka::lead_limit::from_retention(ep.kafka_log_bytes >= 0
+                                                      ? ep.kafka_log_bytes
+                                                      : std::int64_t{5} << 20)
+                : std::int64_t{64} << 20;
   auto alone_rows =
     std::min<long>(n, static_cast<long>(lead * cfg.kafka.partitions / 512));
   ef::log::warn("bench: backlog: the relays alone publish {} rows", alone_rows);

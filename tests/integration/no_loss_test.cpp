@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <iostream>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -527,4 +528,82 @@ TEST_CASE("a_partition_whose_fetch_stops_silently_is_restarted_where_its_"
         events);
   CHECK(db.scalar<int>("SELECT count(*) FROM business_effects WHERE "
                        "consumer = 'fulfillment'") == events);
+}
+
+TEST_CASE("one_consumer_held_back_lets_the_other_apply_past_2_mib_per_"
+          "partition_while_the_log_holds_the_lead_and_nothing_is_trimmed_"
+          "unread") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.kafka.partitions = 1;                // every record in one 5 MiB log
+  REQUIRE(cfg.relay.max_lead_bytes == -1); // derived from the log's size
+  kafka::embedded_broker broker{1, {{"orders", 1}, {"orders.dlq", 1}}};
+  auto brokers = broker.bootstrap_servers();
+  test::tree t(
+    cfg, {db.dsn(), brokers, kafka::embedded_broker::log_bytes_per_partition});
+  // Orders of twenty items with long SKUs: about 4.4 KB a record.
+  nlohmann::json items = nlohmann::json::array();
+  for (int i = 0; i < 20; ++i)
+    items.push_back(
+      {{"sku", std::string(150, 'a' + i)}, {"qty", 1}, {"price_cents", 100}});
+  auto place = [&](int n, const std::string& who) {
+    for (int i = 0; i < n; ++i) {
+      auto body = nlohmann::json{{"customer_id", who}, {"items", items}};
+      REQUIRE(test::post_json(t.url(), "/orders", body.dump(),
+                              who + "-" + std::to_string(i))
+                .first == 201);
+    }
+  };
+  place(5, "warm-up");
+  REQUIRE(test::wait_until([&] { return test::quiescent(db, cfg, brokers); }));
+  // Billing waits on its own table; fulfillment goes on.
+  pqxx::connection blocker(db.dsn());
+  pqxx::work hold(blocker);
+  hold.exec("LOCK TABLE accounts IN ACCESS EXCLUSIVE MODE");
+  place(1100, "bulk"); // ~4.8 MB: more than the derived 4 MiB lead
+  kafka::broker_probe probe(brokers, cfg.kafka.topic);
+  auto lead_bytes = [&] {
+    auto fulfillment = probe.committed("eventforge.fulfillment", 1)[0];
+    auto billing = probe.committed("eventforge.billing", 1)[0];
+    std::int64_t bytes = 0;
+    for (auto& r : kafka::read_all(brokers, cfg.kafka.topic, 1))
+      if (r.offset >= billing && r.offset < fulfillment)
+        bytes += static_cast<std::int64_t>(r.value.size() + r.key.size());
+    return bytes;
+  };
+  // Fulfillment applies what the relays publish until they wait at the
+  // limit: well past the old fixed 2 MiB.
+  long sent = 0, applied = 0, unsent = 0;
+  bool settled = test::wait_until(
+    [&] {
+      sent = db.scalar<long>(
+        "SELECT count(*) FROM outbox WHERE sent_at IS NOT NULL");
+      unsent =
+        db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL");
+      applied = db.scalar<long>("SELECT count(*) FROM processed_events WHERE "
+                                "consumer = 'fulfillment'");
+      return unsent > 0 && sent == applied;
+    },
+    120s);
+  INFO("sent " << sent << ", unsent " << unsent << ", applied by fulfillment "
+               << applied);
+  REQUIRE(settled);
+  auto lead = lead_bytes();
+  std::cout << "held back: fulfillment ahead of billing by " << lead
+            << " bytes (" << applied << " events applied, " << unsent
+            << " kept in the outbox)" << std::endl;
+  INFO("fulfillment ahead of billing by " << lead << " bytes");
+  CHECK(lead > 2 * 1024 * 1024);
+  CHECK(lead <= 5 * 1024 * 1024);
+  CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") >
+        0); // the outbox keeps the rest
+  // Nothing billing has not read was trimmed: its next record is still in
+  // the log.
+  CHECK(probe.query_watermarks(0).low <=
+        probe.committed("eventforge.billing", 1)[0]);
+  hold.abort();
+  REQUIRE(settles(cfg, db.dsn(), brokers));
+  CHECK(db.scalar<long>("SELECT count(*) FROM consumer_gaps") == 0);
+  CHECK(db.scalar<long>("SELECT count(*) FROM processed_events") ==
+        2 * db.scalar<long>("SELECT count(*) FROM outbox"));
 }

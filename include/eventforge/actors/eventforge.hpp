@@ -25,6 +25,10 @@ class chaos;
 struct endpoints {
   std::string database_dsn;
   std::string kafka_brokers;
+  /// The log size per partition a cluster declares when it cannot describe
+  /// its topics (DescribeConfigs): the in-process broker's; -1: none. It
+  /// sizes relay.max-lead-bytes=-1.
+  std::int64_t kafka_log_bytes = -1;
 };
 
 /// What EventForge needs of the host's CAF configuration; call it before

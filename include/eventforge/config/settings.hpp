@@ -87,8 +87,9 @@ struct settings {
     /// Backoff after a batch some of whose rows the broker refused.
     int publish_backoff_ms = 100;
     int publish_backoff_max_ms = 5000;
-    /// Bytes a partition may hold beyond the slowest consumer; 0: no limit.
-    std::int64_t max_lead_bytes = 2 * 1024 * 1024;
+    /// Bytes a partition may hold beyond the slowest consumer; 0: no limit;
+    /// -1: derived from the topic's retention (kafka/lead_limit.hpp).
+    std::int64_t max_lead_bytes = -1;
   } relay;
 
   struct repair_section {
