@@ -78,7 +78,17 @@ bool chaos::arm(crash_point p, const std::string& trace_id,
   std::lock_guard<std::mutex> guard{mtx_};
   if (armed_.size() >= max_armed)
     return false;
-  armed_.push_back({p, trace_id, consumer});
+  armed_.push_back({p, trace_id, consumer, {}});
+  mask_ |= 1u << static_cast<unsigned>(p);
+  return true;
+}
+
+bool chaos::arm_action(crash_point p, const std::string& trace_id,
+                       std::function<void()> action) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (armed_.size() >= max_armed)
+    return false;
+  armed_.push_back({p, trace_id, "", std::move(action)});
   mask_ |= 1u << static_cast<unsigned>(p);
   return true;
 }
@@ -146,10 +156,12 @@ bool chaos::take_fetch_stall_slow(const std::string& consumer,
   return true;
 }
 
-bool chaos::take_armed(crash_point p, const std::string& key) {
+bool chaos::take_armed(crash_point p, const std::string& key,
+                       std::function<void()>& action) {
   for (auto i = armed_.begin(); i != armed_.end(); ++i) {
     if (i->point != p || !matches(key, i->trace_id, i->consumer))
       continue;
+    action = std::move(i->action);
     armed_.erase(i);
     auto still = configured_;
     for (auto& a : armed_)
@@ -172,11 +184,12 @@ bool chaos::decide_and_count(crash_point p, const std::string& key,
                              const crash_site& site) {
   bool crash = false;
   std::function<void(crash_point, const crash_site&)> observer;
+  std::function<void()> action;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     observer = observer_;
-    if (take_armed(p, key)) {
-      crash = true;
+    if (take_armed(p, key, action)) {
+      crash = !action;
     } else if ((configured_ & (1u << static_cast<unsigned>(p))) != 0) {
       auto& v = visits_[{static_cast<int>(p), key}];
       crash =
@@ -185,6 +198,11 @@ bool chaos::decide_and_count(crash_point p, const std::string& key,
       if (crash)
         ++v.crashes;
     }
+  }
+  if (action) {
+    ef::log::info("chaos: running the action armed at {} for {}", to_string(p),
+                  key);
+    action(); // outside the lock: it may take a while (a broker's answer)
   }
   if (!crash)
     return false;

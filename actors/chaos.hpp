@@ -110,6 +110,13 @@ public:
   bool arm(crash_point p, const std::string& trace_id,
            const std::string& consumer = "");
 
+  /// Arms a one-shot action instead of a crash: the next visit of `p` by an
+  /// event of the trace runs `action` there and goes on (a Kafka fault in
+  /// that window: the partition leader moves between publish and ack).
+  /// False (nothing armed) if max_armed are armed already.
+  bool arm_action(crash_point p, const std::string& trace_id,
+                  std::function<void()> action);
+
   /// Removes every crash armed and every poison set for the trace.
   void disarm(const std::string& trace_id);
 
@@ -156,7 +163,10 @@ private:
   void evaluate(crash_point p, const std::string& key, const crash_site& site);
   bool decide_and_count(crash_point p, const std::string& key,
                         const crash_site& site);
-  bool take_armed(crash_point p, const std::string& key);
+  /// True if a crash or action was armed for this visit; an action is
+  /// moved to `action`.
+  bool take_armed(crash_point p, const std::string& key,
+                  std::function<void()>& action);
   bool poisoned_slow(const std::string& key) const;
   bool take_fetch_stall_slow(const std::string& consumer,
                              std::int32_t partition);
@@ -172,6 +182,7 @@ private:
     crash_point point;
     std::string trace_id;
     std::string consumer;
+    std::function<void()> action; ///< set: run it instead of crashing
   };
   std::vector<armed_crash> armed_;
   std::vector<std::pair<std::string, std::string>> poisoned_;

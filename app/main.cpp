@@ -95,7 +95,12 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
         kill(getpid(), SIGTERM);
       }
     });
-  ef::app::http_frontend http(sys, root, cfg, metrics, rt.where(), faults);
+  // The page's Kafka scenarios fail the in-process cluster, if it is ours.
+  std::function<std::string(const std::string&)> broker_faults;
+  if (auto* b = rt.broker())
+    broker_faults = [b](const std::string& c) { return b->run_command(c); };
+  ef::app::http_frontend http(sys, root, cfg, metrics, rt.where(), faults,
+                              broker_faults);
   try {
     http.start();
   } catch (...) {

@@ -87,7 +87,8 @@ std::string to_string(const broker_fault& f) {
   case k::up:
     return "up " + n;
   case k::leader:
-    return "leader " + f.topic + " " + std::to_string(f.partition) + " " + n;
+    return "leader " + f.topic + " " + std::to_string(f.partition) + " " +
+           (f.broker == 0 ? std::string("next") : n);
   case k::rtt:
     return "rtt " + n + " " + std::to_string(f.rtt_ms);
   case k::errors:
@@ -96,6 +97,8 @@ std::string to_string(const broker_fault& f) {
     return "coordinator " + f.group + " " + n;
   case k::clear:
     return "clear";
+  case k::status:
+    return "status";
   }
   return "?";
 }
@@ -106,8 +109,9 @@ std::variant<broker_fault, std::string> parse_fault(const std::string& line) {
   for (std::string word; in >> word;)
     w.push_back(word);
   static const std::string usage =
-    "commands: down N | up N | leader TOPIC PARTITION N | rtt N MS | errors "
-    "API COUNT ERROR | coordinator GROUP N | clear";
+    "commands: down N | up N | leader TOPIC PARTITION N|next | rtt N MS | "
+    "errors "
+    "API COUNT ERROR | coordinator GROUP N | clear | status";
   if (w.empty())
     return "empty command; " + usage;
   broker_fault f;
@@ -135,6 +139,8 @@ std::variant<broker_fault, std::string> parse_fault(const std::string& line) {
       f.topic = w[1];
       if (!to_int(w[2], 0, 1000000, f.partition))
         err = "partition must be a number >= 0, got \"" + w[2] + "\"";
+      else if (w[3] == "next")
+        f.broker = 0;
       else
         err = broker_at(3);
     }
@@ -169,8 +175,9 @@ std::variant<broker_fault, std::string> parse_fault(const std::string& line) {
       f.group = w[1];
       err = broker_at(2);
     }
-  } else if (cmd == "clear") {
-    f.what = broker_fault::kind::clear;
+  } else if (cmd == "clear" || cmd == "status") {
+    f.what =
+      cmd == "clear" ? broker_fault::kind::clear : broker_fault::kind::status;
     err = args(0);
   } else {
     err = "unknown command \"" + cmd + "\"; " + usage;

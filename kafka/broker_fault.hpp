@@ -15,11 +15,13 @@ struct broker_fault {
   enum class kind {
     down,        ///< broker N refuses connections; its partitions' leaders move
     up,          ///< broker N is back (leaders stay where they are)
-    leader,      ///< partition P of topic T is led by broker N
+    leader,      ///< partition P of topic T is led by broker N (0: the next
+                 ///< broker that is up after its leader)
     rtt,         ///< broker N answers every request after MS milliseconds
     errors,      ///< the next COUNT requests of an API fail with ERROR
     coordinator, ///< group G's coordinator is broker N
     clear,       ///< every broker up, no RTT, no pending errors
+    status,      ///< changes nothing: "brokers N; down: ..."
   };
   kind what = kind::clear;
   int broker = 0;
@@ -36,8 +38,8 @@ struct broker_fault {
 std::string to_string(const broker_fault& f);
 
 /// Parses one command:
-///   down N | up N | leader TOPIC P N | rtt N MS |
-///   errors API COUNT ERROR | coordinator GROUP N | clear
+///   down N | up N | leader TOPIC P N|next | rtt N MS |
+///   errors API COUNT ERROR | coordinator GROUP N | clear | status
 /// API is one of fault_apis(); ERROR a Kafka error name (e.g.
 /// NOT_LEADER_FOR_PARTITION, REQUEST_TIMED_OUT, COORDINATOR_NOT_AVAILABLE)
 /// or its number. Returns the fault or what is wrong with the line.

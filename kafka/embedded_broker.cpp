@@ -116,6 +116,17 @@ int embedded_broker::brokers() const {
   return impl_->brokers;
 }
 
+std::string embedded_broker::run_command(const std::string& line) {
+  auto parsed = parse_fault(line);
+  if (auto* why = std::get_if<std::string>(&parsed))
+    return "fault error: " + *why;
+  try {
+    return "fault ok: " + apply(std::get<broker_fault>(parsed));
+  } catch (const std::exception& e) {
+    return "fault error: " + std::string(e.what());
+  }
+}
+
 std::vector<int> embedded_broker::leaders(const std::string& topic) const {
   std::lock_guard<std::mutex> guard{impl_->mtx};
   auto i = impl_->leaders.find(topic);
@@ -153,7 +164,8 @@ std::string embedded_broker::apply(const broker_fault& f) {
     m.down.erase(f.broker);
     return "broker " + n + " up";
   case k::leader: {
-    m.check_broker(f.broker);
+    if (f.broker != 0)
+      m.check_broker(f.broker);
     auto i = m.leaders.find(f.topic);
     if (i == m.leaders.end())
       throw std::invalid_argument("no topic \"" + f.topic + "\"");
@@ -162,9 +174,11 @@ std::string embedded_broker::apply(const broker_fault& f) {
         "no partition " + std::to_string(f.partition) + " of " + f.topic +
         ": it has " + std::to_string(i->second.size()));
     int from = i->second[f.partition];
-    m.set_leader(f.topic, f.partition, f.broker);
+    int to = f.broker == 0 ? m.next_up(from) : f.broker;
+    m.set_leader(f.topic, f.partition, to);
     return "leader of " + f.topic + "/" + std::to_string(f.partition) +
-           " moved from broker " + std::to_string(from) + " to " + n;
+           " moved from broker " + std::to_string(from) + " to " +
+           std::to_string(to);
   }
   case k::rtt:
     m.check_broker(f.broker);
@@ -197,6 +211,13 @@ std::string embedded_broker::apply(const broker_fault& f) {
       rd_kafka_mock_clear_request_errors(
         m.mc, static_cast<int16_t>(api_key_of(name)));
     return "every broker up, no delay, no pending errors";
+  case k::status: {
+    std::string down;
+    for (int id : m.down)
+      down += (down.empty() ? "" : ", ") + std::to_string(id);
+    return "brokers " + std::to_string(m.brokers) +
+           "; down: " + (down.empty() ? "none" : down);
+  }
   }
   return "nothing";
 }

@@ -49,6 +49,12 @@ public:
   /// and then has changed nothing. Thread-safe.
   std::string apply(const broker_fault& fault);
 
+  /// Parses a fault command (parse_fault), applies it and answers in one
+  /// line: "fault ok: <what it did>" or "fault error: <why>"; an error
+  /// changes nothing. The standalone broker's stdin and the recovery page's
+  /// Kafka scenarios speak this.
+  std::string run_command(const std::string& line);
+
   /// The leader of every partition of `topic`, by partition (empty for an
   /// unknown topic).
   std::vector<int> leaders(const std::string& topic) const;

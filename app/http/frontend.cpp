@@ -196,14 +196,26 @@ struct http_frontend::impl {
   boost::asio::thread_pool blocking{2};
 
   impl(caf::actor_system& s, eventforge_actor r, const config::settings& c,
-       std::shared_ptr<telemetry> m, endpoints w, std::shared_ptr<chaos> f)
+       std::shared_ptr<telemetry> m, endpoints w, std::shared_ptr<chaos> f,
+       std::function<std::string(const std::string&)> bf)
       : sys(s), root(std::move(r)), cfg(c), metrics(std::move(m)),
         where(bounded(std::move(w), c)),
         view(cfg, where.database_dsn, where.kafka_brokers, metrics) {
+    if (bf) {
+      broker.run = std::move(bf);
+      // "fault ok: brokers 3; down: none"
+      auto status = broker.run("status");
+      auto at = status.find("brokers ");
+      if (at != std::string::npos)
+        broker.brokers = std::atoi(status.c_str() + at + 8);
+    }
     if (f)
       runner = std::make_unique<scenario_runner>(
-        sys, root, cfg, where.database_dsn, where.kafka_brokers, f);
+        sys, root, cfg, where.database_dsn, where.kafka_brokers, f, broker);
   }
+
+  /// The in-process cluster's fault commands (Kafka scenarios), if any.
+  broker_controls broker;
 
   /// `w` with the database's connect timeout, and a statement timeout of
   /// http.request-timeout-ms for every query the front runs itself (unless
@@ -553,14 +565,15 @@ struct http_frontend::impl {
              auto refusal = scenario_refusal(req);
              json list = json::array();
              for (auto& s : scenarios())
-               list.push_back({{"name", s.name},
-                               {"title", s.title},
-                               {"point", s.point ? to_string(*s.point) : ""},
-                               {"explain", s.explain},
-                               {"expect",
-                                {{"logical_events", 1},
-                                 {"deliveries", s.deliveries},
-                                 {"business_changes", s.business_changes}}}});
+               if (unavailable(s, broker).empty())
+                 list.push_back({{"name", s.name},
+                                 {"title", s.title},
+                                 {"point", s.point ? to_string(*s.point) : ""},
+                                 {"explain", s.explain},
+                                 {"expect",
+                                  {{"logical_events", 1},
+                                   {"deliveries", s.deliveries},
+                                   {"business_changes", s.business_changes}}}});
              done(response::json(200, json{{"allowed", refusal.empty()},
                                            {"readonly_reason", refusal},
                                            {"scenarios", list}}
@@ -626,14 +639,15 @@ const config::settings& checked(const config::settings& cfg) {
 
 } // namespace
 
-http_frontend::http_frontend(caf::actor_system& sys, eventforge_actor root,
-                             const config::settings& cfg,
-                             std::shared_ptr<telemetry> metrics,
-                             endpoints where, std::shared_ptr<chaos> faults)
-    : impl_(std::make_unique<impl>(sys, std::move(root), checked(cfg),
-                                   metrics ? std::move(metrics)
-                                           : std::make_shared<telemetry>(),
-                                   std::move(where), std::move(faults))) {
+http_frontend::http_frontend(
+  caf::actor_system& sys, eventforge_actor root, const config::settings& cfg,
+  std::shared_ptr<telemetry> metrics, endpoints where,
+  std::shared_ptr<chaos> faults,
+  std::function<std::string(const std::string&)> broker_faults)
+    : impl_(std::make_unique<impl>(
+        sys, std::move(root), checked(cfg),
+        metrics ? std::move(metrics) : std::make_shared<telemetry>(),
+        std::move(where), std::move(faults), std::move(broker_faults))) {
   // nop
 }
 

@@ -117,8 +117,39 @@ const std::vector<scenario>& scenarios() {
      "suppressed by processed_events. Three deliveries, one business "
      "change.",
      3, 1},
+    {"kafka-leader-moves-before-ack",
+     "Kafka: the partition leader moves between publish and ack", std::nullopt,
+     false,
+     "The relay has sent the order's record and waits for the broker's "
+     "acknowledgement when every partition's leader moves to another broker, "
+     "as when a broker of a real cluster is restarted. The producer is told "
+     "the old leader is no longer one, finds the new leader and sends again "
+     "with the same producer sequence: the broker appends the record once, "
+     "and the relay marks the row only after the acknowledgement comes. One "
+     "delivery, one business change.",
+     1, 1, kafka_fault::leader_move},
+    {"kafka-broker-down-5s", "Kafka: the broker is down for 5 s", std::nullopt,
+     false,
+     "Every broker refuses connections for five seconds, from just before "
+     "the order. The API commits the order and its outbox row as usual; the "
+     "relay cannot publish, so the row waits in the outbox (unsent) while "
+     "the producer retries within kafka.delivery-timeout-ms. When the "
+     "brokers are back the record is acknowledged, the row is marked and "
+     "the consumers apply it: the outbox grew and drained, nothing was lost "
+     "and nothing applied twice.",
+     1, 1, kafka_fault::broker_down},
   };
   return all;
+}
+
+std::string unavailable(const scenario& s, const broker_controls& broker) {
+  if (s.kafka == kafka_fault::none)
+    return {};
+  if (!broker.run)
+    return "needs the in-process broker (serve without kafka.brokers)";
+  if (s.kafka == kafka_fault::leader_move && broker.brokers < 2)
+    return "needs kafka.embedded-brokers >= 2: a leader has nowhere to move";
+  return {};
 }
 
 const scenario* find_scenario(const std::string& name) {
@@ -131,14 +162,24 @@ const scenario* find_scenario(const std::string& name) {
 scenario_runner::scenario_runner(caf::actor_system& sys, eventforge_actor root,
                                  const config::settings& cfg, std::string dsn,
                                  std::string brokers,
-                                 std::shared_ptr<chaos> faults)
+                                 std::shared_ptr<chaos> faults,
+                                 broker_controls broker)
     : sys_(sys), root_(std::move(root)), cfg_(cfg), dsn_(dsn),
       cluster_(kafka::cluster_of(cfg, std::move(brokers))),
-      faults_(std::move(faults)), journal_(std::move(dsn)) {
+      faults_(std::move(faults)), broker_(std::move(broker)),
+      journal_(std::move(dsn)) {
   // nop
 }
 
-scenario_runner::~scenario_runner() = default;
+scenario_runner::~scenario_runner() {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (brokers_back_.joinable())
+    brokers_back_.join();
+}
 
 std::string scenario_runner::busy_with() {
   std::lock_guard<std::mutex> guard{mtx_};
@@ -201,6 +242,31 @@ scenario_runner::start(const scenario& s) {
     return std::string("too many crashes armed already");
   if (s.poison && !faults_->poison(run.trace_id, focus))
     return std::string("too many events poisoned already");
+  if (auto why = unavailable(s, broker_); !why.empty())
+    return why;
+  if (s.kafka == kafka_fault::leader_move) {
+    // Moved by the relay's own thread, in the window itself.
+    auto moves = std::make_shared<std::vector<std::string>>();
+    for (int p = 0; p < cfg_.kafka.partitions; ++p)
+      moves->push_back("leader " + cfg_.kafka.topic + " " + std::to_string(p));
+    auto run_fault = broker_.run;
+    if (!faults_->arm_action(crash_point::relay_after_publish_before_ack,
+                             run.trace_id, [moves, run_fault] {
+                               // Each partition to the next broker that is up
+                               // after its leader.
+                               for (auto& move : *moves)
+                                 ef::log::warn("scenario: {}",
+                                               run_fault(move + " next"));
+                             }))
+      return std::string("too many crashes armed already");
+  }
+  if (s.kafka == kafka_fault::broker_down) {
+    for (int b = 1; b <= broker_.brokers; ++b)
+      if (!fault("down " + std::to_string(b)))
+        return std::string("the broker refused the fault");
+    state->following = true;
+    bring_brokers_back(std::chrono::seconds(5), state);
+  }
 
   create_order cmd;
   cmd.customer_id = "demo-" + s.name;
@@ -258,6 +324,30 @@ scenario_runner::start(const scenario& s) {
   if (s.poison)
     replay_when_parked(run.order_id, focus, state);
   return run;
+}
+
+bool scenario_runner::fault(const std::string& command) {
+  auto answer = broker_.run(command);
+  ef::log::warn("scenario: {}: {}", command, answer);
+  return answer.rfind("fault ok", 0) == 0;
+}
+
+void scenario_runner::bring_brokers_back(std::chrono::milliseconds down_for,
+                                         std::shared_ptr<run_state> state) {
+  // A thread of its own: the run's request is answered at once, and the
+  // brokers come back whatever happens to it (at once if the runner goes).
+  // One run at a time: the previous one's thread has finished.
+  if (brokers_back_.joinable())
+    brokers_back_.join();
+  brokers_back_ = std::thread([this, down_for, state] {
+    {
+      std::unique_lock<std::mutex> lock{mtx_};
+      stop_cv_.wait_for(lock, down_for, [this] { return stopping_; });
+    }
+    for (int b = 1; b <= broker_.brokers; ++b)
+      fault("up " + std::to_string(b));
+    state->following = false;
+  });
 }
 
 void scenario_runner::replay_when_parked(const std::string& order_id,

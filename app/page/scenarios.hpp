@@ -10,17 +10,38 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
 namespace ef::app {
 
+/// A fault of the Kafka cluster a scenario causes (the in-process one).
+enum class kafka_fault {
+  none,
+  /// Every partition's leader moves to the next broker while the relay
+  /// waits for the broker's acknowledgement of the order's record.
+  leader_move,
+  /// Every broker is down for five seconds from just before the order.
+  broker_down,
+};
+
+/// The in-process cluster's fault commands (kafka::parse_fault's words,
+/// answered "fault ok: ..." or "fault error: ...") and how many brokers it
+/// has; empty when the broker is not this process's own.
+struct broker_controls {
+  std::function<std::string(const std::string& command)> run;
+  int brokers = 0;
+};
+
 /// One failure the recovery page can show on the real system: a crash armed
-/// for one order at one window, a poison event, or nothing.
+/// for one order at one window, a poison event, a Kafka fault, or nothing.
 struct scenario {
   std::string name;  ///< "consumer-after-db-before-offset"
   std::string title; ///< one line
@@ -30,7 +51,12 @@ struct scenario {
   /// What the focus consumer must end with for the order's one event.
   int deliveries = 1;
   int business_changes = 1;
+  kafka_fault kafka = kafka_fault::none;
 };
+
+/// Why `s` cannot run on this process ("" if it can): a Kafka fault needs
+/// the in-process broker, a leader move two brokers or more.
+std::string unavailable(const scenario& s, const broker_controls& broker);
 
 /// Every scenario, in the page's order.
 const std::vector<scenario>& scenarios();
@@ -58,7 +84,8 @@ class scenario_runner {
 public:
   scenario_runner(caf::actor_system& sys, eventforge_actor root,
                   const config::settings& cfg, std::string dsn,
-                  std::string brokers, std::shared_ptr<chaos> faults);
+                  std::string brokers, std::shared_ptr<chaos> faults,
+                  broker_controls broker = {});
   ~scenario_runner();
 
   /// The order's IDs once it is accepted, why it could not be placed
@@ -96,6 +123,14 @@ private:
   /// (before that, a crash may still deliver the original again, which
   /// would park it once more over the replay), then waits until the entry
   /// says replayed and disarms the run.
+  /// Runs `command` on the cluster; false (and logged) if it was refused.
+  bool fault(const std::string& command);
+
+  /// Brings every broker back after `down_for`, in the background, then
+  /// ends the run.
+  void bring_brokers_back(std::chrono::milliseconds down_for,
+                          std::shared_ptr<run_state> state);
+
   void replay_when_parked(const std::string& order_id,
                           const std::string& consumer,
                           std::shared_ptr<run_state> state);
@@ -106,10 +141,16 @@ private:
   std::string dsn_;
   kafka::connection cluster_;
   std::shared_ptr<chaos> faults_;
+  broker_controls broker_;
   persistence::recovery_journal journal_;
   std::atomic<bool> cancelled_{false};
   std::mutex mtx_;
   std::shared_ptr<run_state> current_; ///< guarded by mtx_
+  /// Brings the brokers back after a broker-down run; joined (and woken
+  /// early, bringing them back at once) when the runner goes.
+  std::thread brokers_back_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false; ///< guarded by mtx_
 };
 
 } // namespace ef::app

@@ -7,18 +7,6 @@
 
 namespace ef::app {
 
-std::string run_fault_command(kafka::embedded_broker& cluster,
-                              const std::string& line) {
-  auto parsed = kafka::parse_fault(line);
-  if (auto* why = std::get_if<std::string>(&parsed))
-    return "fault error: " + *why;
-  try {
-    return "fault ok: " + cluster.apply(std::get<kafka::broker_fault>(parsed));
-  } catch (const std::exception& e) {
-    return "fault error: " + std::string(e.what());
-  }
-}
-
 void serve_fault_commands(kafka::embedded_broker& cluster, int fd,
                           std::ostream& out, const std::atomic<bool>& stop) {
   std::string pending;
@@ -39,7 +27,7 @@ void serve_fault_commands(kafka::embedded_broker& cluster, int fd,
       pending.erase(0, nl + 1);
       if (line.find_first_not_of(" \t\r") == std::string::npos)
         continue;
-      out << run_fault_command(cluster, line) << std::endl;
+      out << cluster.run_command(line) << std::endl;
     }
   }
 }

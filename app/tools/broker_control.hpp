@@ -8,12 +8,6 @@
 
 namespace ef::app {
 
-/// Runs one fault command line (kafka::parse_fault) against the cluster and
-/// answers it in one line: "fault ok: <what it did>" or "fault error:
-/// <why>"; an error changes nothing.
-std::string run_fault_command(kafka::embedded_broker& cluster,
-                              const std::string& line);
-
 /// The standalone broker's control surface: reads fault commands from file
 /// descriptor `fd` (stdin), one per line, and writes each answer to `out`,
 /// until `stop` is set or the input ends (the broker goes on serving).

@@ -6,6 +6,7 @@
 
 #include <caf/all.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -37,10 +38,15 @@ public:
   /// `metrics` is the tree's telemetry (exported at /metrics); `where`
   /// names the database and broker that /metrics and /readyz read;
   /// `faults` are the tree's crash points, armed by scenario runs (none:
-  /// scenarios cannot run).
-  http_frontend(caf::actor_system& sys, eventforge_actor root,
-                const config::settings& cfg, std::shared_ptr<telemetry> metrics,
-                endpoints where, std::shared_ptr<chaos> faults = nullptr);
+  /// scenarios cannot run). `broker_faults` runs fault commands on the
+  /// in-process cluster (docs/chaos.md, "Kafka-side faults"; the runtime's
+  /// fault_commands()) for the page's Kafka scenarios; empty: those are
+  /// not offered.
+  http_frontend(
+    caf::actor_system& sys, eventforge_actor root, const config::settings& cfg,
+    std::shared_ptr<telemetry> metrics, endpoints where,
+    std::shared_ptr<chaos> faults = nullptr,
+    std::function<std::string(const std::string&)> broker_faults = {});
   ~http_frontend();
 
   /// Binds and starts serving on a background thread; returns the port.
