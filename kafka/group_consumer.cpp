@@ -49,6 +49,12 @@ void set_pauses(RdKafka::KafkaConsumer* c,
     c->pause(pause.v);
 }
 
+} // namespace
+
+// Named, not anonymous: the impl holds it as a member, and in a unity build
+// (EF_UNITY_BUILD) a member of anonymous type is an error.
+namespace detail {
+
 class rebalancer : public RdKafka::RebalanceCb {
 public:
   rebalancer(group_consumer::callbacks cbs,
@@ -77,7 +83,7 @@ private:
   std::map<std::int32_t, std::int64_t>& started_at_;
 };
 
-} // namespace
+} // namespace detail
 
 /// Keeps librdkafka's debug lines (the last `capacity`), for the report of a
 /// stalled fetch. librdkafka calls it from its own threads.
@@ -107,6 +113,8 @@ private:
   mutable std::mutex mtx_;
   std::deque<std::string> lines_;
 };
+
+using detail::rebalancer;
 
 struct group_consumer::impl {
   std::function<void(std::int32_t, std::int64_t)> position_lost;

@@ -8,7 +8,9 @@
 
 namespace ef::kafka {
 
-namespace {
+// Named, not anonymous: the impl holds these as members, and in a unity
+// build (EF_UNITY_BUILD) a member of anonymous type is an error.
+namespace detail {
 
 /// Collects delivery reports into the vector slot named by the opaque.
 class report_sink : public RdKafka::DeliveryReportCb {
@@ -34,7 +36,9 @@ public:
   bool active = false;
 };
 
-} // namespace
+} // namespace detail
+
+using detail::report_sink;
 
 struct outbox_producer::impl {
   report_sink sink;
