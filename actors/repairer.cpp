@@ -70,7 +70,19 @@ std::chrono::milliseconds repairer_state::round() {
   if (!active)
     return interval;
   auto& m = *ctx->metrics;
-  if (auto why = lost_log()) {
+  std::optional<std::string> lost;
+  try {
+    lost = lost_log();
+  } catch (const std::runtime_error& e) {
+    // The broker could not say this round (a leader moving, a broker
+    // down): no verdict either way, so nothing is declared lost; the next
+    // round asks again with a fresh client. The database sweeps below go on.
+    ef::log::info("repairer: cannot read the broker this round ({}); the "
+                  "epoch check waits for the next round",
+                  e.what());
+    probe.reset();
+  }
+  if (auto why = lost) {
     auto epoch = store->begin_epoch(*why);
     m.add("broker_epochs_total", {});
     ef::log::warn("repairer: the broker lost records the outbox published "
