@@ -35,15 +35,16 @@ constexpr std::array<const char*, 18> owned_properties = {
 
 /// Why an owned property may not be given, in words an operator can act on.
 std::string why_owned(const std::string& key) {
-  if (key == "bootstrap.servers")
-    return "set kafka.brokers instead";
-  if (key == "session.timeout.ms" || key == "fetch.wait.max.ms" ||
-      key == "message.timeout.ms")
-    return "set kafka." +
-           std::string(key == "session.timeout.ms"  ? "session-timeout-ms"
-                       : key == "fetch.wait.max.ms" ? "fetch-wait-max-ms"
-                                                    : "delivery-timeout-ms") +
-           " instead";
+  // Those with a key of EventForge's own, by that key.
+  static const std::pair<const char*, const char*> own_keys[] = {
+    {"bootstrap.servers", "kafka.brokers"},
+    {"session.timeout.ms", "kafka.session-timeout-ms"},
+    {"fetch.wait.max.ms", "kafka.fetch-wait-max-ms"},
+    {"message.timeout.ms", "kafka.delivery-timeout-ms"},
+  };
+  for (auto& [property, own] : own_keys)
+    if (key == property)
+      return std::string("set ") + own + " instead";
   return "EventForge sets it on its clients itself: offsets move only after "
          "the database commit and producers are idempotent with acks=all";
 }
