@@ -23,6 +23,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 namespace ef {
 
@@ -409,6 +410,26 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
   trees().enter(root->id());
   root->attach_functor([id = root->id()] { trees().leave(id); });
   return caf::actor_cast<eventforge_actor>(root);
+}
+
+bool await_consumers_assigned(const telemetry& metrics,
+                              const config::settings& cfg,
+                              std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto assigned = [&] {
+    for (auto& name : cfg.consumer.enabled)
+      if (metrics.sum("consumer_rebalances_total", {{"consumer", name}}) == 0)
+        return false;
+    return true;
+  };
+  // The counter has no waiters to wake; a join takes seconds, so looking
+  // every 5 ms costs nothing and adds at most 5 ms.
+  while (!assigned()) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 std::size_t running_trees() {

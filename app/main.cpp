@@ -111,6 +111,15 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
     ef::stop(sys, root, std::chrono::seconds(60));
     throw;
   }
+  // Ready means an order flows end to end: the consumer groups' first join
+  // waits out the broker's initial rebalance delay (3 s), and an order
+  // before it would wait that long for its effects.
+  auto join_wait = std::chrono::milliseconds(2 * cfg.kafka.session_timeout_ms);
+  if (!ef::await_consumers_assigned(*metrics, cfg, join_wait))
+    ef::log::warn("the consumer groups have no assignment after {} ms; ready "
+                  "anyway (orders are taken; their effects wait for the "
+                  "groups)",
+                  join_wait.count());
   std::cout << "ready http=" << http.url() << " database="
             << ef::persistence::redact_password(rt.where().database_dsn)
             << " kafka=" << rt.where().kafka_brokers << std::endl;
@@ -565,6 +574,11 @@ int main(int argc, char** argv) {
     ->add_option("--idle-seconds", bench.idle_seconds,
                  "seconds the idle pipeline is measured in the cost phase")
     ->check(CLI::Range(1, 3600));
+  bench_sub
+    ->add_option("--lone-orders", bench.lone_orders,
+                 "orders sent one at a time at random gaps of 0.2-5 s right "
+                 "after start, for the latency of a lone order (0: skip)")
+    ->check(CLI::Range(0, 10000));
   bench_sub
     ->add_option("--timeout", bench.timeout_s, "seconds to wait for each drain")
     ->check(CLI::Range(1, 86400));

@@ -41,6 +41,47 @@ constexpr const char* by_insert_clock_spans = R"sql(
     JOIN processed_events p ON p.consumer = c.name AND p.event_id = k.event_id)
 )sql";
 
+/// Per order: the mark's span and the last effect's, of orders every
+/// consumer applied ($2 names them), in commit order.
+constexpr const char* per_order_by_commit = R"sql(
+  WITH picked AS (
+    SELECT e.event_id, pg_xact_commit_timestamp(i.xmin) AS committed,
+           pg_xact_commit_timestamp(e.xmin) AS published
+    FROM orders o
+    JOIN order_items i ON i.order_id = o.id AND i.line = 1
+    JOIN outbox e ON e.order_id = o.id AND e.event_type = 'OrderCreated'
+    WHERE o.customer_id LIKE $1),
+  effects AS (
+    SELECT p.event_id, max(pg_xact_commit_timestamp(p.xmin)) AS last,
+           count(*) AS n
+    FROM processed_events p JOIN picked k USING (event_id)
+    WHERE p.consumer = ANY($2::text[]) GROUP BY p.event_id)
+)sql";
+
+constexpr const char* per_order_by_insert_clock = R"sql(
+  WITH picked AS (
+    SELECT e.event_id, e.created_at AS committed, e.sent_at AS published
+    FROM orders o
+    JOIN outbox e ON e.order_id = o.id AND e.event_type = 'OrderCreated'
+    WHERE o.customer_id LIKE $1),
+  effects AS (
+    SELECT p.event_id, max(p.processed_at) AS last, count(*) AS n
+    FROM processed_events p JOIN picked k USING (event_id)
+    WHERE p.consumer = ANY($2::text[]) GROUP BY p.event_id)
+)sql";
+
+constexpr const char* per_order_spans = R"sql(
+  SELECT extract(epoch FROM k.published - k.committed) * 1000,
+         extract(epoch FROM e.last - k.committed) * 1000
+  FROM picked k JOIN effects e USING (event_id)
+  WHERE e.n = cardinality($2::text[]) ORDER BY k.committed)sql";
+
+/// Whether the server records commit timestamps (else: insert clocks).
+bool tracks_commits(pqxx::transaction_base& t) {
+  return t.exec1("SELECT current_setting('track_commit_timestamp')")[0]
+           .as<std::string>() == "on";
+}
+
 /// Percentiles of each kind of span, in milliseconds.
 constexpr const char* percentiles = R"sql(
   SELECT who, count(*), percentile_cont(ARRAY[0.5, 0.9, 0.99])
@@ -56,9 +97,7 @@ e2e_latency measure_e2e(const std::string& dsn, const std::string& customers,
   try {
     auto conn = persistence::open_connection(dsn);
     pqxx::read_transaction t(*conn);
-    bool commits =
-      t.exec1("SELECT current_setting('track_commit_timestamp')")[0]
-        .as<std::string>() == "on";
+    bool commits = tracks_commits(t);
     out.clock = commits ? "commit timestamps" : "insert clocks";
     auto r = t.exec_params(
       std::string(commits ? by_commit_spans : by_insert_clock_spans) +
@@ -78,6 +117,25 @@ e2e_latency measure_e2e(const std::string& dsn, const std::string& customers,
       else
         out.consumers[who] = s;
     }
+  } catch (...) {
+    persistence::rethrow_as_db_error();
+  }
+  return out;
+}
+
+std::vector<order_spans>
+spans_per_order(const std::string& dsn, const std::string& customers,
+                const std::vector<std::string>& consumers) {
+  std::vector<order_spans> out;
+  try {
+    auto conn = persistence::open_connection(dsn);
+    pqxx::read_transaction t(*conn);
+    auto with =
+      tracks_commits(t) ? per_order_by_commit : per_order_by_insert_clock;
+    auto r = t.exec_params(std::string(with) + per_order_spans, customers,
+                           persistence::array_literal(consumers));
+    for (const auto& row : r)
+      out.push_back({row[0].as<double>(), row[1].as<double>()});
   } catch (...) {
     persistence::rethrow_as_db_error();
   }

@@ -27,4 +27,17 @@ struct e2e_latency {
 e2e_latency measure_e2e(const std::string& dsn, const std::string& customers,
                         const std::vector<std::string>& consumers);
 
+/// One order's spans, in milliseconds from its commit.
+struct order_spans {
+  double published_ms = 0;   ///< the relay's "sent" mark commit
+  double last_effect_ms = 0; ///< the last consumer's effect commit
+};
+
+/// The spans of each OrderCreated event of orders whose customer_id matches
+/// `customers` that every consumer in `consumers` applied, in commit order,
+/// on the same clocks as measure_e2e.
+std::vector<order_spans>
+spans_per_order(const std::string& dsn, const std::string& customers,
+                const std::vector<std::string>& consumers);
+
 } // namespace ef::bench

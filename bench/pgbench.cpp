@@ -96,7 +96,8 @@ pgbench_run run_once(const std::string& pgbench, const std::string& dsn,
     " -j " + std::to_string(job.threads) +
     (job.transactions > 0 ? " -t " + std::to_string(job.transactions)
                           : " -T " + std::to_string(job.seconds)) +
-    " -f " + shell_quote(path) + " " + shell_quote(dsn) + " 2>&1";
+    (job.rate > 0 ? " -R " + std::to_string(job.rate) : "") + " -f " +
+    shell_quote(path) + " " + shell_quote(dsn) + " 2>&1";
   pgbench_run run;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char chunk[4096];

@@ -14,6 +14,7 @@ struct pgbench_job {
   int threads = 2;
   int seconds = 0;      ///< -T; used when transactions is 0
   int transactions = 0; ///< -t, per client
+  double rate = 0;      ///< -R, script runs per second in all; 0: unthrottled
 };
 
 struct pgbench_result {

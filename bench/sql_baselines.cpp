@@ -1,5 +1,6 @@
 #include "bench/sql_baselines.hpp"
 
+#include "consumers/billing.hpp"
 #include "consumers/event_applier.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/lock_classes.hpp"
@@ -147,22 +148,96 @@ void drop_scratch(const std::string& dsn) {
   }
 }
 
+namespace {
+
+/// What one consumer transaction writes, as SQL array expressions of one
+/// element per event.
+struct consumer_writes {
+  std::string events, orders, partitions, offsets, kinds, amounts, quantities,
+    statuses;
+};
+
+/// One consumer transaction with the statements event_applier runs: the
+/// order locks sent with BEGIN (pgbench sends BEGIN alone), the guard and
+/// reads, the effects and status updates, then `business` (the plug-in's
+/// own statements, e.g. billing's balances).
+std::string consumer_transaction(const std::string& consumer,
+                                 const consumer_writes& w,
+                                 const std::string& business = "") {
+  std::string s = "BEGIN;\n";
+  s += command(
+    ef::sql::lock_orders(std::to_string(persistence::consumer_order_lock_class),
+                         consumer, w.orders));
+  s += command(bind(ef::sql::mark_and_read, {{1, consumer},
+                                             {2, w.events},
+                                             {3, w.partitions},
+                                             {4, w.offsets},
+                                             {5, w.orders}}));
+  s += command(bind(ef::sql::write_effects, {{1, consumer},
+                                             {2, w.events},
+                                             {3, w.orders},
+                                             {4, w.kinds},
+                                             {5, w.amounts},
+                                             {6, w.quantities},
+                                             {7, w.statuses}}));
+  if (!business.empty())
+    s += command(business);
+  s += "COMMIT;\n";
+  return s;
+}
+
+/// The create statement of one order: ID uuid_of("a", r), event ID
+/// uuid_of("b", r), on `shard` (an expression).
+std::string create_statement(const std::string& shard) {
+  return command(bind(sql::create_order, {{1, "''"},
+                                          {2, "''"},
+                                          {3, uuid_of("a", "r")},
+                                          {4, uuid_of("b", "r")},
+                                          {5, "'bench-' || :r::bigint % 97"},
+                                          {6, ":total"},
+                                          {7, items_json},
+                                          {8, shard},
+                                          {9, "'OrderCreated'"},
+                                          {10, payload_json},
+                                          {11, headers_json}}));
+}
+
+/// The claim as pgbench can run it: pgbench would read ":MI" of the
+/// timestamp format as a variable; to_char prints a quoted ":" just the same.
+std::string claim_statement() {
+  std::string claim = sql::unsent;
+  auto at = claim.find("HH24:MI:SS");
+  if (at != std::string::npos)
+    claim.replace(at, 10, "HH24\":\"MI\":\"SS");
+  return claim;
+}
+
+/// The mark transaction of the rows in `seqs` (an array expression of
+/// `rows` elements) with the announcement `announce` (a text[] expression).
+std::string mark_transaction(const std::string& seqs, int rows,
+                             const std::string& announce) {
+  auto n = std::to_string(rows);
+  std::string s = "BEGIN;\n";
+  s += command(sql::epoch_guard(std::to_string(persistence::epoch_lock_class)));
+  s += command(
+    bind(sql::mark_sent, {{1, "1"},
+                          {2, seqs},
+                          {3, "array_fill(0, ARRAY[" + n + "])"},
+                          {4, "array_fill(0::bigint, ARRAY[" + n + "])"},
+                          {5, std::to_string(persistence::relay_lock_class)},
+                          {6, ":shard"},
+                          {7, announce}}));
+  s += "COMMIT;\n";
+  return s;
+}
+
+} // namespace
+
 std::string api_order_script(int shards) {
   std::string s = std::string("\\set r ") + fresh_range + "\n";
   s += "\\set total random(100, 100000)\n";
   s += "BEGIN;\n";
-  s += command(
-    bind(sql::create_order, {{1, "''"},
-                             {2, "''"},
-                             {3, uuid_of("a", "r")},
-                             {4, uuid_of("b", "r")},
-                             {5, "'bench-' || :r::bigint % 97"},
-                             {6, ":total"},
-                             {7, items_json},
-                             {8, ":r::bigint % " + std::to_string(shards)},
-                             {9, "'OrderCreated'"},
-                             {10, payload_json},
-                             {11, headers_json}}));
+  s += create_statement(":r::bigint % " + std::to_string(shards));
   s += "COMMIT;\n";
   return s;
 }
@@ -170,43 +245,81 @@ std::string api_order_script(int shards) {
 std::string consumer_script(long seeded_orders, int clients,
                             int events_per_tx) {
   auto range = std::to_string(seeded_orders / clients);
-  std::string s, events, orders, statuses, kinds, amounts, partitions, offsets;
+  std::string s;
+  consumer_writes w;
   for (int j = 0; j < events_per_tx; ++j) {
     auto n = "n" + std::to_string(j), x = "x" + std::to_string(j);
     s +=
       "\\set " + n + " :client_id * " + range + " + random(1, " + range + ")\n";
     s += "\\set " + x + " " + fresh_range + "\n";
     auto sep = j ? ", " : "";
-    events += sep + uuid_of("x", x) + "::text";
-    orders += sep + uuid_of("o", n) + "::text";
-    statuses += sep + std::string("'processed'");
-    partitions += sep + std::string("0");
-    kinds += sep + std::string("'fulfilled'");
-    amounts += sep + std::string("0");
+    w.events += sep + uuid_of("x", x) + "::text";
+    w.orders += sep + uuid_of("o", n) + "::text";
+    w.statuses += sep + std::string("'processed'");
+    w.partitions += sep + std::string("0");
+    w.kinds += sep + std::string("'fulfilled'");
+    w.amounts += sep + std::string("0");
   }
-  events = "ARRAY[" + events + "]";
-  orders = "ARRAY[" + orders + "]";
-  partitions = "ARRAY[" + partitions + "]";
+  auto array = [](const std::string& items) { return "ARRAY[" + items + "]"; };
+  w.events = array(w.events);
+  w.orders = array(w.orders);
+  w.partitions = array(w.partitions);
+  w.kinds = array(w.kinds);
+  w.quantities = w.amounts = array(w.amounts);
+  w.statuses = array(w.statuses);
   // Any offsets will do; variables there would count against pgbench's 255
   // arguments per statement.
-  offsets = "ARRAY(SELECT generate_series(1, " + std::to_string(events_per_tx) +
-            "))::bigint[]";
-  auto consumer = "'fulfillment'";
-  // pgbench sends BEGIN alone; EventForge sends the locks with it.
-  s += "BEGIN;\n";
-  s += command(ef::sql::lock_orders(
-    std::to_string(persistence::consumer_order_lock_class), consumer, orders));
-  s += command(bind(
-    ef::sql::mark_and_read,
-    {{1, consumer}, {2, events}, {3, partitions}, {4, offsets}, {5, orders}}));
-  s += command(bind(ef::sql::write_effects, {{1, consumer},
-                                             {2, events},
-                                             {3, orders},
-                                             {4, "ARRAY[" + kinds + "]"},
-                                             {5, "ARRAY[" + amounts + "]"},
-                                             {6, "ARRAY[" + amounts + "]"},
-                                             {7, "ARRAY[" + statuses + "]"}}));
-  s += "COMMIT;\n";
+  w.offsets = "ARRAY(SELECT generate_series(1, " +
+              std::to_string(events_per_tx) + "))::bigint[]";
+  return s + consumer_transaction("'fulfillment'", w);
+}
+
+std::string floor_script(int shards,
+                         const std::vector<std::string>& consumers) {
+  std::string s = std::string("\\set r ") + fresh_range + "\n";
+  s += "\\set total random(100, 100000)\n";
+  // Client c is the relay of shard c and writes its orders there, so its
+  // claim finds exactly the row it just committed.
+  s += "\\set shard :client_id % " + std::to_string(shards) + "\n";
+  s += "BEGIN;\n" + create_statement(":shard") + "COMMIT;\n";
+  // The claim reads outside a transaction, as the relay does; the shard's
+  // session lock rides along (a relay takes it once per session; taking it
+  // again is re-entrant and costs no round trip here).
+  auto query = "SELECT coalesce(array_agg(seq), '{}') AS seqs, "
+               "pg_try_advisory_lock(" +
+               std::to_string(persistence::relay_lock_class) +
+               ", :shard) AS owner FROM (" +
+               bind(claim_statement(), {{1, ":shard"}, {2, "1"}}) + ") claim";
+  check_variables(query);
+  s += query + "\n\\gset\n";
+  // The announcement "0:1" (a relay announces what it published); chr(58)
+  // is the colon pgbench would read as a variable.
+  s += mark_transaction(":seqs", 1, "ARRAY['0' || chr(58) || '1']");
+  auto order = "ARRAY[" + uuid_of("a", "r") + "::text]";
+  auto event = "ARRAY[" + uuid_of("b", "r") + "::text]";
+  for (auto& name : consumers) {
+    consumer_writes w{event,
+                      order,
+                      "ARRAY[0]",
+                      "ARRAY[1::bigint]",
+                      "ARRAY['applied']",
+                      "ARRAY[0::bigint]",
+                      "ARRAY[0::bigint]",
+                      "ARRAY[NULL::text]"};
+    std::string business;
+    if (name == "billing") {
+      w.kinds = "ARRAY['debit']";
+      w.amounts = "ARRAY[:total::bigint]";
+      business = bind(ef::sql::adjust_balances,
+                      {{1, "ARRAY['bench-' || :r::bigint % 97]"},
+                       {2, "ARRAY[-:total::bigint]"}});
+    } else if (name == "fulfillment") {
+      w.kinds = "ARRAY['fulfilled']";
+      w.quantities = "ARRAY[2::bigint]";
+      w.statuses = "ARRAY['processed']";
+    }
+    s += consumer_transaction("'" + name + "'", w, business);
+  }
   return s;
 }
 
@@ -215,32 +328,15 @@ std::string relay_script(int shards, int batch) {
   std::string s = "\\set shard :client_id % " + std::to_string(shards) + "\n";
   // The relay reads the claimed rows outside a transaction and publishes
   // them before it marks; pgbench keeps only their seqs.
-  // pgbench would read ":MI" of the timestamp format as a variable;
-  // to_char prints a quoted ":" just the same.
-  std::string claim = sql::unsent;
-  auto at = claim.find("HH24:MI:SS");
-  if (at != std::string::npos)
-    claim.replace(at, 10, "HH24\":\"MI\":\"SS");
   auto query = "SELECT coalesce(array_agg(seq), '{}') AS seqs FROM (" +
-               bind(claim, {{1, ":shard"}, {2, b}}) + ") claim";
+               bind(claim_statement(), {{1, ":shard"}, {2, b}}) + ") claim";
   check_variables(query);
   s += query + "\n\\gset\n";
   // The mark needs the shard's session lock, as a relay holds it; taking
   // it again is re-entrant and costs the baseline one more statement.
-  auto relay_class = std::to_string(persistence::relay_lock_class);
-  s += "SELECT pg_try_advisory_lock(" + relay_class + ", :shard);\n";
-  s += "BEGIN;\n";
-  s += command(sql::epoch_guard(std::to_string(persistence::epoch_lock_class)));
-  s += command(
-    bind(sql::mark_sent, {{1, "1"},
-                          {2, ":seqs"},
-                          {3, "array_fill(0, ARRAY[" + b + "])"},
-                          {4, "array_fill(0::bigint, ARRAY[" + b + "])"},
-                          {5, relay_class},
-                          {6, ":shard"},
-                          {7, "'{}'"}}));
-  s += "COMMIT;\n";
-  return s;
+  s += "SELECT pg_try_advisory_lock(" +
+       std::to_string(persistence::relay_lock_class) + ", :shard);\n";
+  return s + mark_transaction(":seqs", batch, "'{}'");
 }
 
 } // namespace ef::bench

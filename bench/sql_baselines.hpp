@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace ef::bench {
 
@@ -40,6 +41,17 @@ std::string api_order_script(int shards);
 /// effect rows. Client c works on seeded orders of its own range, as a
 /// partition actor owns its orders.
 std::string consumer_script(long seeded_orders, int clients, int events_per_tx);
+
+/// The floor: one order's durable work done by PostgreSQL alone, with
+/// EventForge's own statements and nothing batched. Per order: the API
+/// transaction (its insert NOTIFYs the shard's channel), the relay's claim
+/// of that one row and its mark transaction (epoch guard, ownership check,
+/// mark, NOTIFY of the announcement), then one transaction per consumer in
+/// `consumers` with event_applier's statements and the built-in plug-ins'
+/// own (billing's balance, fulfillment's status; another plug-in's business
+/// statements are unknown here, so only EventForge's). Client c writes to
+/// and relays shard c % shards: run it with at most `shards` clients.
+std::string floor_script(int shards, const std::vector<std::string>& consumers);
 
 /// One relay batch of shard (client ID % shards): the claim of up to
 /// `batch` unsent rows and the mark transaction (epoch guard, shard

@@ -8,6 +8,11 @@
 
 namespace ef::kafka {
 
+namespace {
+/// How long a new producer waits for the topic's metadata (learn_topic).
+constexpr int topic_metadata_timeout_ms = 3000;
+} // namespace
+
 // Named, not anonymous: the impl holds these as members, and in a unity
 // build (EF_UNITY_BUILD) a member of anonymous type is an error.
 namespace detail {
@@ -66,6 +71,24 @@ struct outbox_producer::impl {
     }
   }
 
+  /// Asks the cluster where the topic's partitions are, now. Without this,
+  /// the first produce() finds the topic unknown and the client looks
+  /// unknown topics up on a timer of its own (up to a second, measured
+  /// 0.1-1.0 s per producer): every relay's first record after start, a
+  /// lone order, waited for it. A broker that does not answer in time
+  /// changes nothing: produce() then looks the topic up as before.
+  void learn_topic() {
+    std::string err;
+    std::unique_ptr<RdKafka::Topic> t(
+      RdKafka::Topic::create(producer.get(), topic, nullptr, err));
+    if (!t)
+      return;
+    RdKafka::Metadata* md = nullptr;
+    if (producer->metadata(false, t.get(), &md, topic_metadata_timeout_ms) ==
+        RdKafka::ERR_NO_ERROR)
+      delete md;
+  }
+
   /// Serves delivery reports until `expected` arrived. The producer fails
   /// every message after message.timeout.ms, so this terminates.
   void await_reports(size_t expected) {
@@ -98,6 +121,7 @@ outbox_producer::outbox_producer(const connection& cluster,
     throw std::runtime_error("cannot create kafka producer: " + err);
   impl_->topic = topic;
   impl_->delivery_timeout_ms = delivery_timeout_ms;
+  impl_->learn_topic();
 }
 
 outbox_producer::~outbox_producer() {

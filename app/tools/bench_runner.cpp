@@ -5,6 +5,7 @@
 #include "app/tools/pipeline_host.hpp"
 #include "bench/cost.hpp"
 #include "bench/e2e_latency.hpp"
+#include "bench/floor.hpp"
 #include "bench/http_load.hpp"
 #include "bench/pgbench.hpp"
 #include "bench/sql_baselines.hpp"
@@ -19,9 +20,12 @@
 #include <nlohmann/json.hpp>
 #include <sys/utsname.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <thread>
 
 namespace ef::app {
@@ -106,7 +110,38 @@ bool wait_drained(const config::settings& cfg, const endpoints& ep,
 struct baselines {
   bench::pgbench_result api, consumer_one, consumer_batch, relay;
   int consumer_clients = 0, relay_clients = 0, batch_events = 100;
+  /// The floor at each cost rate (bench/floor.hpp), in plan.cost_rates order.
+  std::vector<bench::floor_figures> floors;
 };
+
+/// The floor at each of the cost phase's rates. Run before the pipeline
+/// starts: NOTIFY channels are the database's, not a schema's, so a running
+/// relay would wake on the floor's inserts and add its work to the floor's.
+std::vector<bench::floor_figures> measure_floors(const config::settings& cfg,
+                                                 const bench_plan& plan,
+                                                 const std::string& pgbench,
+                                                 const std::string& dsn) {
+  std::vector<bench::floor_figures> out;
+  if (plan.cost_seconds <= 0)
+    return out;
+  bench::floor_spec spec;
+  spec.pgbench = pgbench;
+  spec.dsn = dsn;
+  spec.postmaster = bench::postmaster_of(dsn);
+  spec.seconds = plan.cost_seconds;
+  spec.shards = cfg.relay.shards;
+  spec.consumers = cfg.consumer.enabled;
+  for (auto rate : plan.cost_rates) {
+    spec.rate = rate;
+    ef::log::warn("bench: the floor at {:.0f} orders/s for {} s", rate,
+                  spec.seconds);
+    out.push_back(bench::measure_floor(spec));
+    ef::log::warn("bench: the floor at {:.0f}/s: {:.2f} ms PostgreSQL + {:.2f} "
+                  "ms client per order",
+                  rate, out.back().postgres_ms, out.back().client_ms);
+  }
+  return out;
+}
 
 baselines run_baselines(const config::settings& cfg, const bench_plan& plan,
                         const std::string& dsn) {
@@ -150,15 +185,22 @@ baselines run_baselines(const config::settings& cfg, const bench_plan& plan,
          std::min(shards, 2), 0,
          std::max(1, static_cast<int>(seed / shards / cfg.relay.batch_size))});
   bench::drop_scratch(dsn);
+  b.floors = measure_floors(cfg, plan, pgbench, dsn);
   return b;
 }
 
-bench::load_result http_phase(const std::string& url, int clients, double rate,
-                              int seconds, const std::string& who) {
+/// A load on the HTTP front at `url` ("http://host:port").
+bench::load_spec load_at(const std::string& url) {
   bench::load_spec spec;
   auto hostport = url.substr(url.find("://") + 3);
   spec.host = hostport.substr(0, hostport.rfind(':'));
   spec.port = std::stoi(hostport.substr(hostport.rfind(':') + 1));
+  return spec;
+}
+
+bench::load_result http_phase(const std::string& url, int clients, double rate,
+                              int seconds, const std::string& who) {
+  auto spec = load_at(url);
   spec.connections = clients;
   spec.rate = rate;
   spec.duration = std::chrono::seconds(seconds);
@@ -296,12 +338,88 @@ bool await_applied(const telemetry& metrics, std::uint64_t applied0,
   return true;
 }
 
+/// Nearest-rank percentile `p` (0-100) of `xs`; 0 when empty.
+double percentile(std::vector<double> xs, double p) {
+  if (xs.empty())
+    return 0;
+  std::sort(xs.begin(), xs.end());
+  auto rank = static_cast<size_t>(std::ceil(p / 100 * xs.size()));
+  return xs[std::min(xs.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+/// (g) "lone": orders one at a time, each on a connection of its own, at
+/// random gaps of 0.2-5 s (a fixed seed, so runs compare), the first right
+/// after the pipeline is ready: what a user of a mostly idle system sees.
+/// Spans from the database's clocks, order commit to last effect.
+json lone_phase(const config::settings& cfg, const bench_plan& plan,
+                const std::string& url, const std::string& dsn,
+                const telemetry& metrics) {
+  auto applied0 = metrics.sum("consumer_applied_total");
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<double> gap_s(0.2, 5.0);
+  long answered = 0;
+  for (int i = 0; i < plan.lone_orders; ++i) {
+    if (i > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(gap_s(rng)));
+    auto spec = load_at(url);
+    spec.connections = 1;
+    spec.rate = 1; // one request: the next would be due after the duration
+    spec.duration = std::chrono::milliseconds(500);
+    spec.body = [i](long) { return order_body("lone", i); };
+    answered += bench::run_http_load(spec).answered_2xx;
+  }
+  auto consumers = cfg.consumer.enabled.size();
+  if (!await_applied(metrics, applied0, answered, consumers, plan.timeout_s))
+    ef::log::error("bench: lone: not every order was applied");
+  auto spans =
+    bench::spans_per_order(dsn, "bench-lone-%", cfg.consumer.enabled);
+  std::vector<double> effect, published;
+  for (auto& x : spans) {
+    effect.push_back(x.last_effect_ms);
+    published.push_back(x.published_ms);
+  }
+  json out = {{"orders", answered},
+              {"measured", spans.size()},
+              {"e2e_ms", effect},
+              {"published_ms", published}};
+  if (spans.empty())
+    return out;
+  out["first_ms"] = effect.front();
+  out["first_published_ms"] = published.front();
+  out["p50_ms"] = percentile(effect, 50);
+  out["max_ms"] = percentile(effect, 100);
+  out["published_p50_ms"] = percentile(published, 50);
+  out["published_max_ms"] = percentile(published, 100);
+  return out;
+}
+
+/// The floor at one rate and the pipeline's cost over it: the total
+/// (pipeline + PostgreSQL over PostgreSQL + pgbench) and PostgreSQL's part
+/// alone.
+json floor_json(const bench::floor_figures& f, const json& cpu) {
+  auto over = [](const json& x, double floor) {
+    return x.is_null() || floor <= 0 ? json(nullptr)
+                                     : json(x.get<double>() / floor);
+  };
+  json pg = f.postgres_ms < 0 ? json(nullptr) : json(f.postgres_ms);
+  return {{"orders", f.orders},
+          {"clients", f.clients},
+          {"cpu_ms_per_order",
+           {{"total", f.total_ms() < 0 ? json(nullptr) : json(f.total_ms())},
+            {"postgres", pg},
+            {"client", f.client_ms}}},
+          {"transactions_per_order", f.transactions},
+          {"total_over_floor", over(cpu["total"], f.total_ms())},
+          {"postgres_over_floor", over(cpu["postgres"], f.postgres_ms)}};
+}
+
 /// (f): what an order costs, at fixed rates, and what the idle pipeline
 /// costs. The load generator runs in this process: its thread's own CPU and
 /// context switches are taken out of the process's.
 json cost_phase(const config::settings& cfg, const bench_plan& plan,
                 const endpoints& ep, const std::string& url,
-                const telemetry& metrics) {
+                const telemetry& metrics,
+                const std::vector<bench::floor_figures>& floors) {
   auto& dsn = ep.database_dsn;
   json out;
   out["durability"] = bench::durability_of(dsn);
@@ -411,6 +529,9 @@ json cost_phase(const config::settings& cfg, const bench_plan& plan,
         static_cast<double>(s1.rows_written - s0.rows_written) / n},
        {"threads", s1.threads},
        {"e2e", {{"clock", e2e.clock}, {"consumers", per_consumer}}}});
+    for (auto& f : floors)
+      if (f.rate == rate)
+        runs.back()["floor"] = floor_json(f, runs.back()["cpu_ms_per_order"]);
   }
   out["runs"] = runs;
   return out;
@@ -453,6 +574,19 @@ void print_cost(const json& cost) {
        fmt(r["statements_per_order"], "%.1f"))
         .c_str(),
       e2e.c_str());
+    if (!r.contains("floor"))
+      continue;
+    auto& f = r["floor"];
+    auto& fc = f["cpu_ms_per_order"];
+    std::printf("  %-8s %-28s %-16s %-14s %s\n", "  floor",
+                (fmt(fc["total"], "%.2f") + " / " + fmt(fc["client"], "%.2f") +
+                 " / " + fmt(fc["postgres"], "%.2f"))
+                  .c_str(),
+                "", fmt(f["transactions_per_order"], "%.1f").c_str(),
+                ("pipeline / floor " + fmt(f["total_over_floor"], "%.2f") +
+                 " (target 1.25 at 100/s, 1.0 at 400/s), PostgreSQL's part " +
+                 fmt(f["postgres_over_floor"], "%.2f"))
+                  .c_str());
   }
   auto& idle = cost["idle"];
   std::printf("  idle: pipeline %s%% of a core, PostgreSQL %s%%, %s "
@@ -481,7 +615,8 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
                     {"seed_orders", plan.seed_orders},
                     {"cost_rates", plan.cost_rates},
                     {"cost_seconds", plan.cost_seconds},
-                    {"idle_seconds", plan.idle_seconds}};
+                    {"idle_seconds", plan.idle_seconds},
+                    {"lone_orders", plan.lone_orders}};
   report["embedded"] = {{"database", rt.database() != nullptr},
                         {"broker", rt.broker() != nullptr}};
 
@@ -506,6 +641,16 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
   auto faults = std::make_shared<chaos>(cfg.chaos, registry);
   pipeline pipe(sys, cfg, registry, faults);
   pipe.start(ep);
+  if (!await_consumers_assigned(*registry, cfg, std::chrono::seconds(60)))
+    ef::log::error("bench: the consumer groups have no assignment after 60 s");
+
+  // (g) first: its first order is the first after the pipeline is ready.
+  if (plan.lone_orders > 0) {
+    ef::log::warn("bench: lone: {} orders at random gaps of 0.2-5 s",
+                  plan.lone_orders);
+    report["lone"] =
+      lone_phase(cfg, plan, pipe.url(), ep.database_dsn, *registry);
+  }
 
   // (b): closed-loop keep-alive clients, relay and consumers running.
   json http = json::array();
@@ -545,7 +690,8 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
   // (f) before (d): the cost of an order on a pipeline that is not working
   // off a backlog.
   if (plan.cost_seconds > 0 && !plan.cost_rates.empty()) {
-    report["cost"] = cost_phase(cfg, plan, ep, pipe.url(), *registry);
+    report["cost"] =
+      cost_phase(cfg, plan, ep, pipe.url(), *registry, base.floors);
     wait_drained(cfg, ep, plan.timeout_s, "cost");
   }
 
@@ -668,6 +814,20 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
       ((bl.drained ? std::string("yes, ") : std::string("NO, ")) +
        num(bl.peak_rss_mib, " MiB"))
         .c_str());
+  }
+  if (report.contains("lone") && report["lone"].contains("first_ms")) {
+    auto& l = report["lone"];
+    char v[64];
+    std::snprintf(v, sizeof(v), "%.0f / %.1f / %.1f ms",
+                  l["first_ms"].get<double>(), l["p50_ms"].get<double>(),
+                  l["max_ms"].get<double>());
+    char pub[64];
+    std::snprintf(pub, sizeof(pub), "published p50 %.1f, max %.1f",
+                  l["published_p50_ms"].get<double>(),
+                  l["published_max_ms"].get<double>());
+    line("lone orders (" + std::to_string(l["measured"].get<size_t>()) +
+           "): first / p50 / max e2e",
+         v, pub, 0, "200/10/30");
   }
   if (report.contains("cost"))
     print_cost(report["cost"]);

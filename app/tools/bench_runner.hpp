@@ -29,6 +29,9 @@ struct bench_plan {
   std::vector<double> cost_rates{100, 400, 800};
   int cost_seconds = 20;
   int idle_seconds = 20;
+  /// The lone phase: orders sent one at a time at random gaps of 0.2-5 s,
+  /// the first right after the pipeline is ready (0: skip).
+  int lone_orders = 25;
   /// Seconds between a cost run's end and the read of the database's
   /// counters, which idle backends publish within 10 s (bench/cost.hpp).
   int stats_settle_s = 11;

@@ -27,6 +27,7 @@ TEST_CASE("bench_runs_every_phase_reports_its_figures_and_leaves_every_"
   plan.cost_rates = {50};
   plan.cost_seconds = 1;
   plan.idle_seconds = 1;
+  plan.lone_orders = 2;
   plan.stats_settle_s = 1; // the counters may lag: only their presence counts
   plan.timeout_s = 120;
   plan.report_path = dir.path + "/report.json";
@@ -67,6 +68,23 @@ TEST_CASE("bench_runs_every_phase_reports_its_figures_and_leaves_every_"
   for (auto& c : cfg.consumer.enabled)
     CHECK(cost["e2e"]["consumers"][c]["samples"] == cost_orders);
   CHECK(r["cost"]["idle"]["threads"].get<long>() > 0);
+  // The floor ran at the cost rate on the same server: PostgreSQL's CPU and
+  // pgbench's, per order of its own, and the pipeline's cost over it.
+  auto& floor = cost["floor"];
+  CHECK(floor["orders"].get<long>() > 0);
+  CHECK(floor["cpu_ms_per_order"]["postgres"].get<double>() > 0);
+  CHECK(floor["cpu_ms_per_order"]["client"].get<double>() > 0);
+  // API, claim, mark, and one per consumer; pgbench's BEGIN/COMMIT pairs
+  // are what pg_stat_database counts.
+  CHECK(floor["transactions_per_order"].get<double>() >= 3);
+  CHECK(floor["total_over_floor"].get<double>() > 0);
+  CHECK(floor["postgres_over_floor"].get<double>() > 0);
+  // The lone orders: each measured from the database's clocks.
+  auto& lone = r["lone"];
+  CHECK(lone["orders"] == plan.lone_orders);
+  CHECK(lone["measured"] == plan.lone_orders);
+  CHECK(lone["first_ms"].get<double>() > 0);
+  CHECK(lone["max_ms"].get<double>() >= lone["p50_ms"].get<double>());
   auto& backlog = r["backlog"];
   CHECK(backlog["drained"] == true);
   CHECK(backlog["effects_per_s"].get<double>() > 0);
@@ -77,7 +95,8 @@ TEST_CASE("bench_runs_every_phase_reports_its_figures_and_leaves_every_"
 
   // Durable state: the orders the report counts, nothing from the pgbench
   // baselines (their scratch schema is gone), each event applied once.
-  auto orders = http_orders + lat_orders + cost_orders + plan.backlog;
+  auto orders =
+    http_orders + lat_orders + cost_orders + plan.backlog + plan.lone_orders;
   CHECK(db.scalar<long>("SELECT count(*) FROM orders") == orders);
   CHECK(db.scalar<long>("SELECT count(*) FROM outbox") == orders);
   CHECK(db.scalar<long>("SELECT count(*) FROM outbox WHERE sent_at IS NULL") ==

@@ -246,6 +246,61 @@ TEST_CASE("serve_on_the_embedded_defaults_starts_with_at_most_eight_info_"
   CHECK(info <= 8);
 }
 
+TEST_CASE("lone_orders_from_the_ready_line_on_reach_their_effects_in_well_"
+          "under_a_second") {
+  // Two delays once put a lone order at seconds: each relay's producer
+  // looked the topic up on the client's one-second timer at its first
+  // record (0.1-1.0 s, once per relay), and the ready line came before the
+  // consumer groups' first join, which the broker holds for 3 s. Both are
+  // gone: an order takes milliseconds. The bounds are loose (a loaded CI
+  // machine), yet below what either delay would cost: the first order's
+  // effects within 2 s (the join: 3 s), every order's publish within
+  // 600 ms. Sixteen relays, so that the sixteen orders meet about ten of
+  // them at their first record: the lookup would pass them all in time
+  // less than once in a hundred runs.
+  test::temp_dir dir;
+  test::child_process serve({test::eventforge_binary(), "serve",
+                             "--http.port=0", "--relay.shards=16",
+                             "--database.data-dir=" + dir.path + "/pg"},
+                            dir.path + "/serve.log");
+  auto ready = serve.await_line("ready");
+  auto url = test::ready_field(ready, "http");
+  REQUIRE_FALSE(url.empty());
+  constexpr int orders = 16;
+  for (int i = 0; i < orders; ++i) {
+    if (i > 0)
+      std::this_thread::sleep_for(500ms); // one at a time, as a lone user
+    REQUIRE(
+      test::post_json(url, "/orders", test::order_body("lone", 1, 100)).first ==
+      201);
+  }
+  pqxx::connection db(test::ready_field(ready, "database"));
+  auto applied = [&] {
+    pqxx::nontransaction t(db);
+    return t.exec1("SELECT count(*) FROM processed_events")[0].as<int>() ==
+           2 * orders;
+  };
+  REQUIRE(test::wait_until(applied, std::chrono::seconds(60)));
+  // Insert clocks: the outbox row's insert, its mark, each effect's mark.
+  pqxx::nontransaction t(db);
+  auto spans = t.exec(R"sql(
+    SELECT extract(epoch FROM o.sent_at - o.created_at) * 1000,
+           extract(epoch FROM max(p.processed_at) - o.created_at) * 1000
+    FROM outbox o JOIN processed_events p USING (event_id)
+    GROUP BY o.seq ORDER BY o.seq)sql");
+  REQUIRE(spans.size() == orders);
+  std::string all;
+  for (const auto& row : spans)
+    all +=
+      row[0].as<std::string>() + " / " + row[1].as<std::string>() + " ms\n";
+  INFO("published / applied by both, per order:\n" << all);
+  CHECK(spans[0][1].as<double>() < 2000);
+  for (const auto& row : spans)
+    CHECK(row[0].as<double>() < 600);
+  serve.signal(SIGTERM);
+  CHECK(serve.wait() == 0);
+}
+
 TEST_CASE("serve_stopped_while_a_trace_and_a_scenario_wait_on_a_locked_table_"
           "ends_them_before_the_parts_they_use_go") {
   // Under ASan (the sanitizer build of this suite) a pool thread that

@@ -59,6 +59,17 @@ start(caf::actor_system& sys, const config::settings& cfg, const endpoints& ep,
       std::shared_ptr<chaos> faults = nullptr,
       std::shared_ptr<const consumer_registry> consumers = nullptr);
 
+/// Waits until the group member of every consumer in cfg.consumer.enabled
+/// has had its first assignment (possibly none: more members than
+/// partitions), as `metrics` (start()'s) counts them, so that an order
+/// written from now on flows to its effects at once. A group's first join
+/// waits out the broker's group.initial.rebalance.delay.ms (3 s by default
+/// on Kafka and on the in-process broker). Returns false if `timeout` passed
+/// first (a broker down: the members go on trying).
+bool await_consumers_assigned(const telemetry& metrics,
+                              const config::settings& cfg,
+                              std::chrono::milliseconds timeout);
+
 /// How many trees ef::start started in this process whose root has not
 /// terminated yet. Stop each before its actor system is destroyed: the
 /// system's destructor waits for every actor, so a running tree makes it
