@@ -89,6 +89,10 @@ void group_member_state::housekeeping() {
   if (now < next_check)
     return;
   next_check = now + housekeeping_interval;
+  // A new epoch is announced on the listener's session; without a healthy
+  // one, the epoch is read every round, as nothing would announce it.
+  if (heard->take_epoch_news() || !listener || !listener->healthy())
+    repairs->epoch_news();
   repairs->run(*flow, *consumer, *ctx->metrics, now,
                [this](std::int32_t p) { begin_partition(p, true); });
   repairs->watchdog().inject_stalls(*flow, *consumer, *ctx->faults);
@@ -104,6 +108,7 @@ void group_member_state::keep_listening() {
   try {
     listener = deps.listener();
     listener->subscribe(heard);
+    repairs->epoch_news(); // one may have begun before this session listened
   } catch (const std::exception& e) {
     ef::log::debug("{}: no announcements ({}); partitions do not park",
                    consumer_name, e.what());

@@ -7,6 +7,11 @@
 
 namespace ef {
 
+namespace {
+/// How often the broker epoch is read without news of a new one.
+constexpr auto epoch_recheck = std::chrono::seconds(30);
+} // namespace
+
 partition_repairs::partition_repairs(std::string consumer,
                                      std::unique_ptr<gap_ledger> ledger,
                                      std::chrono::milliseconds stall_after)
@@ -47,7 +52,12 @@ void partition_repairs::run_once(
     std::vector<std::int32_t> replace_workers;
     std::map<std::int32_t, std::int64_t> restart_at;
   } out;
-  auto current = ledger_->current_epoch();
+  auto current = epoch_;
+  if (epoch_due_ || now >= next_epoch_read_) {
+    current = ledger_->current_epoch();
+    epoch_due_ = false;
+    next_epoch_read_ = now + epoch_recheck;
+  }
   if (epoch_ != 0 && current != epoch_) {
     ef::log::warn("{}: broker epoch {} began; rereading {} owned "
                   "partition(s) from the log start",

@@ -32,6 +32,11 @@ public:
 
   const fetch_watchdog& watchdog() const { return watchdog_; }
 
+  /// A new broker epoch may have begun (its NOTIFY, or no session to hear
+  /// one on): the next run reads the epoch. Otherwise a run reads it only
+  /// every 30 s, the safety net.
+  void epoch_news() { epoch_due_ = true; }
+
   /// One run: settles what is due, calls `replace_worker` for each
   /// partition whose actor holds records of a log that is gone, and
   /// restarts the fetch of every partition that needs it (its pause state
@@ -54,6 +59,8 @@ private:
   fetch_watchdog watchdog_;
   std::map<std::int32_t, std::int64_t> lost_;
   int epoch_ = 0; ///< broker epoch the positions belong to (0: not read yet)
+  bool epoch_due_ = true;
+  partition_flow::clock::time_point next_epoch_read_{};
 };
 
 } // namespace ef

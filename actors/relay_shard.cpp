@@ -6,6 +6,9 @@
 #include "messages/ids.hpp"
 #include <eventforge/config/logging.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 namespace ef {
 
 using namespace std::chrono_literals;
@@ -27,11 +30,13 @@ bool relay_shard_state::too_far_ahead() {
   if (record_bytes <= 0 || !ctx->lead || !ctx->lead_limit)
     return false; // nothing published yet, or no broker to ask
   auto limit = ctx->lead_limit->bytes();
-  if (limit <= 0)
+  if (limit <= 0) {
+    lead_budget = -1;
     return false; // off
+  }
   auto now = clock->now();
   if (now < next_lead_check)
-    return !lead_block.empty();
+    return !lead_block.empty() || lead_budget == 0;
   next_lead_check = now + lead_check_interval;
   std::vector<kafka::consumer_lead::entry> leads;
   try {
@@ -44,9 +49,21 @@ bool relay_shard_state::too_far_ahead() {
     ef::log::debug("relay {}: consumer lead unknown ({}); keeping the last "
                    "decision",
                    shard, e.what());
+    if (lead_block.empty())
+      lead_budget = -1; // not waiting, and no room measured: no share
     return !lead_block.empty();
   }
   std::string why;
+  double most_ahead = 0;
+  for (auto& x : leads)
+    most_ahead =
+      std::max(most_ahead, static_cast<double>(x.ahead) * record_bytes);
+  // Until the next measurement this relay may add its share of what is left
+  // below the limit, and no more: every shard publishes on the same
+  // figures, and a whole batch on each could carry the log past the limit.
+  lead_budget =
+    std::max(0.0, (static_cast<double>(limit) - most_ahead) /
+                    static_cast<double>(std::max(1, ctx->cfg.relay.shards)));
   for (auto& x : leads) {
     if (static_cast<double>(x.ahead) * record_bytes <
         static_cast<double>(limit))
@@ -95,16 +112,20 @@ std::chrono::milliseconds relay_shard_state::round() {
   }
   notified = false;
   next_query = now + poll_interval;
-  auto batch = store->unsent(batch_size);
-  auto& rows = batch.rows;
-  if (rows.empty())
-    return 0ms;
   if (too_far_ahead()) {
     notified = true; // the rows stay unsent (nothing is lost); read again
     return lead_check_interval;
   }
+  int limit = batch_size;
+  if (lead_budget >= 0 && record_bytes > 0)
+    limit = static_cast<int>(std::clamp(std::ceil(lead_budget / record_bytes),
+                                        1.0, static_cast<double>(batch_size)));
+  auto batch = store->unsent(limit);
+  auto& rows = batch.rows;
+  if (rows.empty())
+    return 0ms;
   // A full batch means more may be waiting: query again right away.
-  if (static_cast<int>(rows.size()) == batch_size)
+  if (static_cast<int>(rows.size()) == limit)
     notified = true;
   auto claimed_at = std::chrono::steady_clock::now();
   if (!publish(batch.epoch, rows)) {
@@ -133,6 +154,8 @@ bool relay_shard_state::publish(
   }
   auto avg = bytes / static_cast<double>(rows.size());
   record_bytes = record_bytes == 0 ? avg : 0.8 * record_bytes + 0.2 * avg;
+  if (lead_budget >= 0)
+    lead_budget = std::max(0.0, lead_budget - bytes);
   labels shard_label{{"shard", std::to_string(shard)}};
   ctx->metrics->observe("relay_batch_size", {},
                         static_cast<double>(rows.size()));

@@ -53,6 +53,9 @@ struct relay_shard_state {
   caf::actor_clock::time_point next_lead_check{};
   std::string lead_block;  ///< why publishing waits; empty: it does not
   double record_bytes = 0; ///< moving average of a published record's size
+  /// Bytes this relay may still publish before the lead is measured again:
+  /// its share of the room below relay.max-lead-bytes (-1: no limit known).
+  double lead_budget = -1;
   /// When this relay last published to each partition (announce()).
   std::map<std::int32_t, caf::actor_clock::time_point> last_published;
   /// Waits after a batch the broker refused rows of (relay.publish-backoff-*).
@@ -63,7 +66,8 @@ struct relay_shard_state {
   /// Whether some partition already holds relay.max-lead-bytes beyond the
   /// slowest enabled consumer's committed offset (checked every 250 ms;
   /// records are counted by the broker, through the probe the shards of the
-  /// process share, and sized by our moving average).
+  /// process share, and sized by our moving average), or this relay spent
+  /// its share of the room left (lead_budget) since the last check.
   bool too_far_ahead();
   /// Whether the mark announces a record just published to `partition`
   /// (kafka.park-idle-ms): unless this relay published there recently.

@@ -15,6 +15,13 @@ namespace {
 constexpr int gap_resweep_window_s = 60;
 /// Rows per transaction when queuing an old epoch's rows again.
 constexpr int sweep_batch = 5000;
+/// Every this many rounds, each partition's witness moves on to its newest
+/// record and the epoch gauge and the old-epoch sweep are read again;
+/// every `gap_every` rounds the recent gaps are swept. The broker's side of
+/// the witness check runs every round: a lost log is still found within a
+/// round of the records it held.
+constexpr long advance_every = 10;
+constexpr long gap_every = 5;
 
 } // namespace
 
@@ -37,20 +44,28 @@ repairer_state::check(const persistence::broker_witness& w) {
 }
 
 std::optional<std::string> repairer_state::lost_log() {
+  bool advance = rounds % advance_every == 1; // the first active round too
   for (int p = 0; p < ctx->cfg.kafka.partitions; ++p) {
+    auto known = witnesses.find(p);
+    if (known == witnesses.end() && advance) {
+      if (auto w = store->witness_of(p))
+        known = witnesses.emplace(p, *w).first;
+    }
+    if (known == witnesses.end())
+      continue; // nothing published there yet (as of the last advance)
     // Verify the record verified last time, then move on to the newest: a
     // log replaced between two rounds cannot hold the old witness.
-    auto last = store->witness_of(p);
-    if (!last)
-      continue;
-    if (auto why = check(*last))
+    if (auto why = check(known->second))
       return why;
+    if (!advance)
+      continue;
     auto newest = store->newest_position(p);
-    if (!newest || newest->offset == last->offset)
+    if (!newest || newest->offset == known->second.offset)
       continue;
     if (auto why = check(*newest))
       return why;
     store->save_witness(*newest);
+    known->second = *newest;
   }
   return std::nullopt;
 }
@@ -64,11 +79,16 @@ std::chrono::milliseconds repairer_state::round() {
       std::make_unique<kafka::broker_probe>(ctx->cluster, ctx->cfg.kafka.topic);
   bool was_active = active;
   active = store->hold_repairer_lease();
-  if (active != was_active)
+  if (active != was_active) {
     ef::log::info("repairer: {}", active ? "active for this database"
                                          : "standing by (another is active)");
+    rounds = 0;
+    witnesses.clear();
+    sweep_due = true;
+  }
   if (!active)
     return interval;
+  ++rounds;
   auto& m = *ctx->metrics;
   std::optional<std::string> lost;
   try {
@@ -84,28 +104,42 @@ std::chrono::milliseconds repairer_state::round() {
   }
   if (auto why = lost) {
     auto epoch = store->begin_epoch(*why);
+    witnesses.clear();
+    sweep_due = true;
+    rounds = 0; // the next round finds the new epoch's witnesses
+    m.set("broker_epoch", {}, epoch);
     m.add("broker_epochs_total", {});
     ef::log::warn("repairer: the broker lost records the outbox published "
                   "({}); broker epoch {} begins, everything a consumer has "
                   "not applied is published again",
                   *why, epoch);
   }
-  if (auto n =
-        store->sweep_old_epochs(ctx->cfg.consumer.enabled, sweep_batch)) {
+  if (rounds % advance_every == 1)
+    sweep_due = true; // the safety net: a sweep is otherwise due only after
+                      // an activation, an epoch begun here, or a full batch
+  auto swept =
+    sweep_due ? store->sweep_old_epochs(ctx->cfg.consumer.enabled, sweep_batch)
+              : 0;
+  sweep_due = swept > 0; // a sweep that found rows looks again next round
+  if (auto n = swept) {
     m.add("repair_republished_total", {{"reason", "broker_epoch"}},
           static_cast<std::uint64_t>(n));
     ef::log::warn("repairer: {} event(s) published under an earlier broker "
                   "epoch and not applied by every consumer are queued again",
                   n);
   }
-  if (auto n = store->resweep_recent_gaps(gap_resweep_window_s)) {
+  auto gaps = rounds % gap_every == 1
+                ? store->resweep_recent_gaps(gap_resweep_window_s)
+                : 0;
+  if (auto n = gaps) {
     m.add("repair_republished_total", {{"reason", "consumer_gap"}},
           static_cast<std::uint64_t>(n));
     ef::log::warn("repairer: {} event(s) marked sent after their consumer gap "
                   "was recorded are queued again",
                   n);
   }
-  m.set("broker_epoch", {}, store->current_epoch());
+  if (rounds % advance_every == 1)
+    m.set("broker_epoch", {}, store->current_epoch());
   return interval;
 }
 

@@ -6,6 +6,7 @@
 
 #include <caf/all.hpp>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,16 @@ struct repairer_state {
   std::unique_ptr<persistence::repair_store> store;
   std::unique_ptr<kafka::broker_probe> probe;
   bool active = false;
+  /// Rounds since this repairer became active: the database's side of the
+  /// checks runs on some rounds only (see repairer.cpp), so an idle system
+  /// costs the database about one statement a round.
+  long rounds = 0;
+  /// The witness of each partition, as last saved or read: verified against
+  /// the broker every round without asking the database. Emptied when a new
+  /// epoch begins or this repairer becomes active.
+  std::map<std::int32_t, persistence::broker_witness> witnesses;
+  /// Whether an older epoch may still hold rows to queue again.
+  bool sweep_due = true;
 
   /// One round; returns the delay before the next.
   std::chrono::milliseconds round();

@@ -525,12 +525,23 @@ int main(int argc, char** argv) {
   chaos->add_option("--rate", rate, "shorthand for --chaos.rate")
     ->check(CLI::Range(0.0, 1.0));
   ef::app::bench_plan bench;
+  static std::vector<std::string> compare;
   auto* bench_sub =
     add("bench",
         "measure throughput, latency and a backlog drain against pgbench "
         "baselines of the same SQL; verify; report",
         [&](configuration& c) {
           settings cfg = c.settings;
+          if (!compare.empty()) {
+            // LABEL=FILE, or FILE alone (then the file names the column).
+            std::vector<std::string> labels, paths;
+            for (auto& x : compare) {
+              auto eq = x.find('=');
+              labels.push_back(eq == std::string::npos ? x : x.substr(0, eq));
+              paths.push_back(eq == std::string::npos ? x : x.substr(eq + 1));
+            }
+            return ef::app::compare_bench_reports(labels, paths);
+          }
           if (cfg.http.port == 8080)
             cfg.http.port = 0; // never collide with a running serve
           return ef::app::run_bench(cfg, bench, c.caf);
@@ -584,6 +595,11 @@ int main(int argc, char** argv) {
     ->check(CLI::Range(1, 86400));
   bench_sub->add_option("--report", bench.report_path,
                         "write every figure as JSON");
+  bench_sub
+    ->add_option("--compare", compare,
+                 "run nothing: print the main figures of these reports "
+                 "(LABEL=FILE or FILE, repeat or comma-separate) side by side")
+    ->delimiter(',');
   static bool as_ini = false;
   auto* reference = app.add_subcommand(
     "config-reference", "print the configuration reference (Markdown)");

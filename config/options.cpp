@@ -415,7 +415,8 @@ std::vector<option> make_options() {
   v.push_back(int_opt<int>(
     "relay.poll-interval-ms",
     [](settings& s) -> int& { return s.relay.poll_interval_ms; }, 10, 3600000,
-    "fallback poll when no NOTIFY arrives"));
+    "fallback poll when no NOTIFY arrives (every insert and requeue "
+    "NOTIFYs the relay of its shard: this is only the safety net)"));
   v.push_back(int_opt<int>(
     "relay.publish-backoff-ms",
     [](settings& s) -> int& { return s.relay.publish_backoff_ms; }, 0, 600000,

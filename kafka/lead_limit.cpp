@@ -88,6 +88,13 @@ lead_limit::lead_limit(std::int64_t configured, ask_fn ask,
   if (configured_ >= 0)
     decide(configured_, "relay.max-lead-bytes=" + std::to_string(configured_) +
                           " as configured");
+  else if (declared_ >= 0)
+    // The cluster said its size up front (the in-process broker): start
+    // from it, not from the smaller fallback, while the broker is asked.
+    decide(from_retention(declared_),
+           "derived from the in-process broker's " +
+             std::to_string(declared_ >> 10) +
+             " KiB log per partition, until the broker describes the topic");
   else
     decide(fallback_, "until the broker describes the topic's retention");
 }

@@ -359,6 +359,20 @@ CREATE INDEX dlq_events_resolved ON dlq_events (resolved_at)
   WHERE status IN ('replayed', 'discarded') AND pruned_at IS NULL;
 )sql";
 
+// Readers of the broker epoch (each consumer group member) learn of a new
+// one from a NOTIFY on the one LISTEN session of their process, instead of
+// reading broker_epochs every second. Every way an epoch begins inserts a
+// row here, so the trigger covers them all; NOTIFY is sent on commit.
+constexpr const char* v11_epoch_notify = R"sql(
+CREATE FUNCTION broker_epoch_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('broker_epoch', NEW.epoch::text);
+  RETURN NULL;
+END $$;
+CREATE TRIGGER broker_epoch_notify AFTER INSERT ON broker_epochs
+  FOR EACH ROW EXECUTE FUNCTION broker_epoch_notify();
+)sql";
+
 const std::vector<migration>& migrations() {
   static const std::vector<migration> all{
     {1, "core: orders, outbox, processed_events, effects, accounts, keys",
@@ -377,6 +391,7 @@ const std::vector<migration>& migrations() {
     {9, "business effects carry a quantity", v9_effect_quantity},
     {10, "decisions that outlive retention: discard marks, pruned entries",
      v10_lasting_decisions},
+    {11, "a NOTIFY for each new broker epoch", v11_epoch_notify},
   };
   return all;
 }

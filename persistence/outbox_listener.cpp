@@ -15,6 +15,7 @@ constexpr int wait_slice_us = 200'000;
 } // namespace
 
 const char* const outbox_published_channel = "outbox_published";
+const char* const broker_epoch_channel = "broker_epoch";
 
 std::string outbox_channel(int shard) {
   // Lowercase on purpose: LISTEN folds unquoted names, pqxx quotes them.
@@ -43,6 +44,20 @@ struct outbox_listener::impl {
           owner_(owner) {}
     void operator()(const std::string& payload, int) override {
       owner_.announce(payload);
+    }
+
+  private:
+    impl& owner_;
+  };
+
+  /// Tells the subscribers of a new broker epoch (listener thread).
+  class epochs : public pqxx::notification_receiver {
+  public:
+    epochs(pqxx::connection_base& c, impl& owner)
+        : pqxx::notification_receiver(c, broker_epoch_channel), owner_(owner) {}
+    void operator()(const std::string&, int) override {
+      for (auto& x : owner_.live_sinks())
+        x->epoch_began();
     }
 
   private:
@@ -86,16 +101,18 @@ struct outbox_listener::impl {
       }
       i = end + 1;
     }
-    std::vector<std::shared_ptr<published_sink>> live;
-    {
-      std::lock_guard<std::mutex> guard{mtx};
-      for (auto& w : sinks)
-        if (auto x = w.lock())
-          live.push_back(std::move(x));
-    }
-    for (auto& x : live)
+    for (auto& x : live_sinks())
       for (auto& [p, o] : parts)
         x->published(p, o);
+  }
+
+  std::vector<std::shared_ptr<published_sink>> live_sinks() {
+    std::vector<std::shared_ptr<published_sink>> live;
+    std::lock_guard<std::mutex> guard{mtx};
+    for (auto& w : sinks)
+      if (auto x = w.lock())
+        live.push_back(std::move(x));
+    return live;
   }
 
   void run() {
@@ -137,6 +154,8 @@ outbox_listener::outbox_listener(const std::string& dsn, int shards)
         std::make_unique<impl::receiver>(*impl_->conn, s, *impl_));
     impl_->receivers.push_back(
       std::make_unique<impl::announcements>(*impl_->conn, *impl_));
+    impl_->receivers.push_back(
+      std::make_unique<impl::epochs>(*impl_->conn, *impl_));
   } catch (...) {
     impl_->receivers.clear(); // before their connection
     rethrow_as_db_error();

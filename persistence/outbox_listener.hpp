@@ -18,16 +18,22 @@ std::string outbox_channel(int shard);
 /// commits: "partition:offset,..." with the highest offset per partition.
 extern const char* const outbox_published_channel;
 
+/// The channel a new broker epoch is announced on (migration 11's trigger).
+extern const char* const broker_epoch_channel;
+
 /// Who hears the announcements: a consumer group member that stops
 /// fetching partitions it read to the end. Called on the listener's thread.
 class published_sink {
 public:
   virtual ~published_sink() = default;
   virtual void published(std::int32_t partition, std::int64_t offset) = 0;
+  /// A new broker epoch was committed.
+  virtual void epoch_began() {}
 };
 
 /// One LISTEN session for the outbox channels of every relay shard of a
-/// process, and for the relays' announcements (outbox_published_channel). A
+/// process, for the relays' announcements (outbox_published_channel) and
+/// for new broker epochs (broker_epoch_channel). A
 /// NOTIFY wakes every backend that LISTENs in the database, and each runs a
 /// transaction to read the notification queue, whatever its channels: with one
 /// LISTEN session per shard, every order cost the server one such transaction
@@ -53,7 +59,8 @@ public:
   /// False once the session broke.
   bool healthy() const;
 
-  /// `sink` hears every announcement from now on, while it lives.
+  /// `sink` hears every announcement and every new epoch from now on, while
+  /// it lives.
   void subscribe(std::weak_ptr<published_sink> sink);
 
 private:

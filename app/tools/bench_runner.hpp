@@ -47,6 +47,12 @@ struct bench_plan {
 int run_bench(const config::settings& cfg, const bench_plan& plan,
               caf::actor_system_config& caf_cfg);
 
+/// Prints the main figures of bench reports (--report files, e.g. one per
+/// topology, bench/topologies.sh) side by side, one column per report.
+/// Returns 0, or 2 if a file cannot be read as a report.
+int compare_bench_reports(const std::vector<std::string>& labels,
+                          const std::vector<std::string>& paths);
+
 /// The same on CAF's defaults (tests, and hosts without a CAF configuration).
 int run_bench(const config::settings& cfg, const bench_plan& plan);
 

@@ -15,6 +15,7 @@
 #include <deque>
 
 using namespace ef;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -244,4 +245,46 @@ TEST_CASE("a_drain_is_answered_once_the_partition_actors_hold_nothing_and_"
   CHECK(f.called("commit 0@2"));
   // Drained: it stays paused.
   CHECK_FALSE(f.called("resume 0"));
+}
+
+TEST_CASE("the_member_reads_the_broker_epoch_on_news_of_a_new_one_and_"
+          "otherwise_every_30_s") {
+  // An idle member used to read broker_epochs every second; a new epoch is
+  // now announced on the listener's session (migration 11's NOTIFY), and
+  // the read without news is the safety net.
+  struct counting_ledger : gap_ledger {
+    std::shared_ptr<int> reads;
+    int current_epoch() override {
+      ++*reads;
+      return 1;
+    }
+    persistence::gap_record record_gap(const std::string&, std::int32_t,
+                                       std::int64_t, std::int64_t,
+                                       std::int64_t) override {
+      return {};
+    }
+  };
+  auto reads = std::make_shared<int>(0);
+  auto ledger = std::make_unique<counting_ledger>();
+  ledger->reads = reads;
+  partition_repairs repairs("billing", std::move(ledger), 10s);
+  partition_flow flow(16);
+  fake_client client(std::make_shared<fake_client::shared>());
+  telemetry metrics;
+  auto t0 = partition_flow::clock::now();
+  auto run = [&](std::chrono::seconds at) {
+    repairs.run(flow, client, metrics, t0 + at, [](std::int32_t) {});
+  };
+  run(0s); // the first run reads it
+  CHECK(*reads == 1);
+  run(1s);
+  run(2s);
+  CHECK(*reads == 1); // no news: not read again
+  repairs.epoch_news();
+  run(3s);
+  CHECK(*reads == 2);
+  run(32s);
+  CHECK(*reads == 2);
+  run(33s); // 30 s after the last read
+  CHECK(*reads == 3);
 }

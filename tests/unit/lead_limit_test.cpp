@@ -43,8 +43,14 @@ TEST_CASE("an_explicit_max_lead_bytes_wins_and_the_broker_is_not_asked") {
 TEST_CASE("the_limit_is_derived_from_the_retention_the_broker_describes") {
   fake_broker b;
   b.answer = retention{10 * mib, 604800000};
-  lead_limit l(-1, b.ask(), 5 * mib, 2 * mib);
+  lead_limit l(-1, b.ask(), -1, 2 * mib);
   CHECK(l.bytes() == 2 * mib); // the fallback, until the broker answers
+  // A declared log size is the start instead: never a smaller limit than
+  // the cluster's own before it answers.
+  lead_limit declared(-1, b.ask(), 5 * mib, 2 * mib);
+  CHECK(declared.bytes() == 4 * mib);
+  declared.refresh();
+  CHECK(declared.bytes() == 8 * mib);
   l.refresh();
   CHECK(l.bytes() == 8 * mib);
   CHECK(l.reason().find("retention.bytes=10485760") != std::string::npos);

@@ -83,7 +83,9 @@ struct settings {
   struct relay_section {
     int shards = 4;
     int batch_size = 500;
-    int poll_interval_ms = 1000;
+    /// The safety net only: every insert and requeue NOTIFYs the relay of
+    /// its shard, on the one LISTEN session of the process.
+    int poll_interval_ms = 30000;
     /// Backoff after a batch some of whose rows the broker refused.
     int publish_backoff_ms = 100;
     int publish_backoff_max_ms = 5000;
