@@ -147,7 +147,10 @@ void dlq_handler_state::sweep_replays() {
   auto now = std::chrono::steady_clock::now();
   if (now < next_sweep)
     return;
-  next_sweep = now + std::chrono::seconds(1);
+  // Both are safety nets (a replay gets its whole delivery timeout before
+  // the sweep publishes it again; a discard releases what it held itself):
+  // every 5 s, so an idle process does not run two transactions a second.
+  next_sweep = now + std::chrono::seconds(5);
   // A replay in flight gets its whole delivery timeout before the sweep
   // publishes it again.
   auto grace =
