@@ -449,8 +449,9 @@ std::vector<option> make_options() {
     [](settings& s) -> int& { return s.metrics.sample_interval_ms; }, 100,
     3600000,
     "how often the outbox, DLQ and consumer-lag gauges are read from the "
-    "database and the broker; /metrics serves the last sample, so a scrape "
-    "never queries them itself"));
+    "database and the broker (the lag at most every 5 s: each read makes a "
+    "Kafka client); /metrics serves the last sample, so a scrape never "
+    "queries them itself"));
   // -- shutdown ------------------------------------------------------------
   v.push_back(int_opt<int>(
     "shutdown.drain-timeout-ms",
