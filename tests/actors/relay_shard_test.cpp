@@ -6,7 +6,8 @@
 // are marked sent only from the broker's acknowledgements, and a refused
 // row is published again after the backoff; a delivery gap fails the relay
 // before anything is marked; an epoch change during a publish leaves the
-// acknowledged rows unsent, and they go out again in the new epoch.
+// acknowledged rows unsent, and they go out again in the new epoch; a relay
+// claims only its share of the room below the lead limit.
 
 #include "actors/relay_shard.hpp"
 #include "messages/ids.hpp"
@@ -15,6 +16,7 @@
 #include <caf/detail/test_actor_clock.hpp>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -263,4 +265,56 @@ TEST_CASE("an_epoch_change_during_a_publish_leaves_the_acknowledged_rows_"
   for (auto& r : f.w->rows)
     CHECK(r.epoch == 2);
   CHECK(f.w->copies(1) == 2);
+}
+
+TEST_CASE("a_relay_claims_only_its_share_of_the_room_below_the_lead_limit_"
+          "until_it_measures_again") {
+  // The lead is measured every 250 ms, and every shard publishes on the
+  // same figures: a relay that published whole batches in between carried
+  // a partition past relay.max-lead-bytes (the held-back consumer's
+  // integration test saw all 1,105 rows go out against a 4 MiB limit).
+  // Here the consumer reads nothing, every record lands in partition 0, and
+  // the limit is 100 records: the relay closes in on it by a quarter of the
+  // room left (relay.shards = 4) per measurement, never past it.
+  relay_fixture f;
+  auto cfg = config::settings{};
+  cfg.relay.shards = 4;
+  auto ctx =
+    std::const_pointer_cast<context>(test::actor_fixture::make_context(cfg));
+  auto w = f.w;
+  auto* clock =
+    &dynamic_cast<caf::detail::test_actor_clock&>(f.sched().clock());
+  struct never_read : kafka::consumer_lead::question {
+    std::shared_ptr<world> w;
+    std::vector<kafka::consumer_lead::entry> ask() override {
+      return {{"billing", 0, 0, static_cast<std::int64_t>(w->log.size())}};
+    }
+  };
+  ctx->lead = std::make_shared<kafka::consumer_lead>(
+    [w] {
+      auto q = std::make_unique<never_read>();
+      q->w = w;
+      return q;
+    },
+    std::chrono::milliseconds(0), std::chrono::seconds(10),
+    [clock] { return clock->now(); });
+  // A record here: two UUIDs twice, "{}", no traceparent, and the 150 bytes
+  // the relay adds for headers and framing.
+  constexpr std::int64_t record = 2 * 36 + 2 * 36 + 2 + 150;
+  ctx->lead_limit = std::make_shared<kafka::lead_limit>(
+    100 * record, kafka::lead_limit::ask_fn{}, -1, 0);
+  f.ctx = ctx;
+  f.w->add_rows(1); // the first record tells the relay a record's size
+  f.start(1);
+  f.run_to([&] { return f.w->log.size() == 1; });
+  f.w->add_rows(300);
+  f.run_to([&] { return f.w->log.size() >= 100; });
+  CHECK(f.w->log.size() == 100);
+  // The first measurement allowed a quarter of the room (99 records left:
+  // 25), not a whole batch of 300.
+  REQUIRE(f.w->marks.size() >= 2);
+  CHECK(std::count(f.w->marks[1].begin(), f.w->marks[1].end(), ' ') - 1 == 25);
+  f.run(2000); // measured again and again: the limit holds
+  CHECK(f.w->log.size() == 100);
+  CHECK(f.w->unsent() == 201);
 }
