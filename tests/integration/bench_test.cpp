@@ -111,4 +111,13 @@ TEST_CASE("bench_runs_every_phase_reports_its_figures_and_leaves_every_"
         consumers * orders);
   CHECK(db.scalar<long>("SELECT count(*) FROM pg_namespace WHERE nspname = "
                         "'ef_bench_sql'") == 0);
+
+  // --compare reads reports, and refuses a file that is not one.
+  CHECK(app::compare_bench_reports({"a", "b"},
+                                   {plan.report_path, plan.report_path}) == 0);
+  auto not_a_report = dir.path + "/not-a-report.json";
+  std::ofstream(not_a_report) << "[1, 2";
+  CHECK(app::compare_bench_reports({"a", "b"},
+                                   {plan.report_path, not_a_report}) == 2);
+  CHECK(app::compare_bench_reports({"x"}, {dir.path + "/missing.json"}) == 2);
 }

@@ -186,11 +186,22 @@ TEST_CASE("every_scenario_run_from_the_page_shows_what_postgres_and_the_"
       CHECK(effects(db, c, order) == 1);
     }
     CHECK(events == expect["logical_events"]);
-    // The failure hit the first consumer (or, in the relay's windows, both).
-    auto focus = deliveries(db, consumers.front(), order);
+    // A crash hits the first consumer (or, in the relay's windows, both);
+    // without one the page shows the consumer with the most deliveries: a
+    // Kafka fault may redeliver to either (a group coming back from a
+    // broker outage rereads what it had not committed), and the
+    // idempotency guard suppresses the copy.
+    auto focus_consumer = consumers.front();
+    if (point.empty())
+      for (auto& c : consumers)
+        if (deliveries(db, c, order) > deliveries(db, focus_consumer, order))
+          focus_consumer = c;
+    auto focus = deliveries(db, focus_consumer, order);
     CHECK(shown["shown"]["deliveries"] == focus);
     if (name == "relay-after-publish-before-ack")
       CHECK((focus == 1 || focus == 2)); // did the first copy land? either
+    else if (name.rfind("kafka-", 0) == 0)
+      CHECK(focus >= expect["deliveries"].get<long>()); // copies suppressed
     else
       CHECK(focus == expect["deliveries"]);
     CHECK(shown["shown"]["business_changes"] == 1);
