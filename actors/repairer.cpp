@@ -43,8 +43,7 @@ repairer_state::check(const persistence::broker_witness& w) {
   return std::nullopt;
 }
 
-std::optional<std::string> repairer_state::lost_log() {
-  bool advance = rounds % advance_every == 1; // the first active round too
+std::optional<std::string> repairer_state::lost_log(bool advance) {
   for (int p = 0; p < ctx->cfg.kafka.partitions; ++p) {
     auto known = witnesses.find(p);
     if (known == witnesses.end() && advance) {
@@ -88,11 +87,13 @@ std::chrono::milliseconds repairer_state::round() {
   }
   if (!active)
     return interval;
-  ++rounds;
+  // The database's side of the checks: on the first active round, then on
+  // every advance_every-th.
+  bool advance = ++rounds % advance_every == 1;
   auto& m = *ctx->metrics;
   std::optional<std::string> lost;
   try {
-    lost = lost_log();
+    lost = lost_log(advance);
   } catch (const std::runtime_error& e) {
     // The broker could not say this round (a leader moving, a broker
     // down): no verdict either way, so nothing is declared lost; the next
@@ -114,7 +115,7 @@ std::chrono::milliseconds repairer_state::round() {
                   "not applied is published again",
                   *why, epoch);
   }
-  if (rounds % advance_every == 1)
+  if (advance)
     sweep_due = true; // the safety net: a sweep is otherwise due only after
                       // an activation, an epoch begun here, or a full batch
   auto swept =
@@ -138,7 +139,7 @@ std::chrono::milliseconds repairer_state::round() {
                   "was recorded are queued again",
                   n);
   }
-  if (rounds % advance_every == 1)
+  if (advance)
     m.set("broker_epoch", {}, store->current_epoch());
   return interval;
 }

@@ -46,7 +46,9 @@ struct repairer_state {
   /// One round; returns the delay before the next.
   std::chrono::milliseconds round();
   /// Why the broker no longer holds what the outbox says, or nullopt.
-  std::optional<std::string> lost_log();
+  /// `advance`: also read the database for each partition's newest record
+  /// (and for a witness not known yet), and move the witness on to it.
+  std::optional<std::string> lost_log(bool advance);
   /// Whether `w` is where the outbox says: nullopt if so (or unverifiable:
   /// trimmed), else the reason.
   std::optional<std::string> check(const persistence::broker_witness& w);

@@ -45,7 +45,7 @@ floor_figures measure_floor(const floor_spec& spec) {
   auto c1 = children_cpu_s();
   auto s1 = sample_processes(spec.postmaster);
   // The backends' counters reach pg_stat_database within 10 s of idling.
-  std::this_thread::sleep_for(std::chrono::seconds(11));
+  std::this_thread::sleep_for(std::chrono::seconds(spec.settle_s));
   sample_database(spec.dsn, s1);
   drop_scratch(spec.dsn);
   f.orders = r.transactions;

@@ -21,6 +21,9 @@ struct floor_spec {
   int seconds = 20;     ///< pgbench -T
   int shards = 4;       ///< outbox shards: clients = min(4, shards)
   std::vector<std::string> consumers; ///< one transaction each per order
+  /// Seconds before the database's counters are read after the run
+  /// (bench_plan::stats_settle_s: idle backends publish theirs within 10 s).
+  int settle_s = 11;
 };
 
 /// CPU per order of the floor, in milliseconds.

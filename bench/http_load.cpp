@@ -284,16 +284,19 @@ double load_result::per_second() const {
   return seconds > 0 ? answered_2xx / seconds : 0;
 }
 
-double load_result::percentile_ms(double p) const {
-  if (latency_ms.empty())
+double nearest_rank(std::vector<double> xs, double p) {
+  if (xs.empty())
     return 0;
-  auto n = latency_ms.size();
+  auto n = xs.size();
   p = std::clamp(p, 0.0, 100.0);
   auto rank = static_cast<std::size_t>(std::ceil(p / 100 * n));
   rank = std::clamp<std::size_t>(rank, 1, n);
-  auto sorted = latency_ms; // const: select on a copy
-  std::nth_element(sorted.begin(), sorted.begin() + (rank - 1), sorted.end());
-  return sorted[rank - 1];
+  std::nth_element(xs.begin(), xs.begin() + (rank - 1), xs.end());
+  return xs[rank - 1];
+}
+
+double load_result::percentile_ms(double p) const {
+  return nearest_rank(latency_ms, p);
 }
 
 load_result run_http_load(const load_spec& spec) {

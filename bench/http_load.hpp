@@ -56,6 +56,9 @@ struct load_result {
   double percentile_ms(double p) const;
 };
 
+/// The nearest-rank percentile `p` (0-100) of `xs`; 0 when empty.
+double nearest_rank(std::vector<double> xs, double p);
+
 /// Runs the load on one Boost.Asio io_context driven by one thread of its own
 /// while the calling thread waits. Throws std::runtime_error only if the host
 /// cannot be resolved or not one connection can be established at the start;

@@ -131,6 +131,7 @@ std::vector<bench::floor_figures> measure_floors(const config::settings& cfg,
   spec.seconds = plan.cost_seconds;
   spec.shards = cfg.relay.shards;
   spec.consumers = cfg.consumer.enabled;
+  spec.settle_s = plan.stats_settle_s;
   for (auto rate : plan.cost_rates) {
     spec.rate = rate;
     ef::log::warn("bench: the floor at {:.0f} orders/s for {} s", rate,
@@ -338,15 +339,6 @@ bool await_applied(const telemetry& metrics, std::uint64_t applied0,
   return true;
 }
 
-/// Nearest-rank percentile `p` (0-100) of `xs`; 0 when empty.
-double percentile(std::vector<double> xs, double p) {
-  if (xs.empty())
-    return 0;
-  std::sort(xs.begin(), xs.end());
-  auto rank = static_cast<size_t>(std::ceil(p / 100 * xs.size()));
-  return xs[std::min(xs.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
-
 /// (g) "lone": orders one at a time, each on a connection of its own, at
 /// random gaps of 0.2-5 s (a fixed seed, so runs compare), the first right
 /// after the pipeline is ready: what a user of a mostly idle system sees.
@@ -386,10 +378,10 @@ json lone_phase(const config::settings& cfg, const bench_plan& plan,
     return out;
   out["first_ms"] = effect.front();
   out["first_published_ms"] = published.front();
-  out["p50_ms"] = percentile(effect, 50);
-  out["max_ms"] = percentile(effect, 100);
-  out["published_p50_ms"] = percentile(published, 50);
-  out["published_max_ms"] = percentile(published, 100);
+  out["p50_ms"] = bench::nearest_rank(effect, 50);
+  out["max_ms"] = bench::nearest_rank(effect, 100);
+  out["published_p50_ms"] = bench::nearest_rank(published, 50);
+  out["published_max_ms"] = bench::nearest_rank(published, 100);
   return out;
 }
 
