@@ -1,6 +1,7 @@
 #include "actors/api_worker.hpp"
 #include "actors/crash_log.hpp"
 #include "actors/order_validation.hpp"
+#include "actors/thread_name.hpp"
 #include <eventforge/config/logging.hpp>
 #include <eventforge/messages/atoms.hpp>
 #include <eventforge/messages/events.hpp>
@@ -159,9 +160,9 @@ void api_worker_state::flush() {
   // answer (a crash, a kill by its supervisor), the requester learns that
   // the outcome is unknown, never nothing at all.
   for (auto& p : batch)
-    p.reply.if_dropped(make_api_error(
-      api_errc::outcome_unknown, "the API worker stopped during or after "
-                                 "the commit; the outcome is unknown"));
+    p.reply.if_dropped(make_api_error(api_errc::outcome_unknown,
+                                      "the API worker stopped during or after "
+                                      "the commit; the outcome is unknown"));
   std::vector<outcome> results(batch.size());
   try {
     store->write(
@@ -293,6 +294,7 @@ api_worker(api_worker_actor::stateful_pointer<api_worker_state> self,
   // The store connects lazily, so a worker starts even while the database is
   // down and answers 503 until it is back.
   log_crashes(self, "api");
+  name_blocking_thread(self, "api");
   self->state.self = self;
   self->state.store.emplace(ctx->dsn, ctx->cfg.relay.shards);
   self->state.ctx = std::move(ctx);

@@ -1,6 +1,7 @@
 #include "actors/dlq_handler.hpp"
 
 #include "actors/crash_log.hpp"
+#include "actors/thread_name.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
 #include "messages/text.hpp"
@@ -223,6 +224,7 @@ dlq_handler_actor::behavior_type
 dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
             context_ptr ctx) {
   log_crashes(self, "dlq handler");
+  name_blocking_thread(self, "dlq");
   auto& st = self->state;
   st.ops = std::make_unique<dlq_operations>(
     ctx->dsn, ctx->cluster, ctx->cfg.kafka.delivery_timeout_ms, ctx->faults);

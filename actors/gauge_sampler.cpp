@@ -2,6 +2,7 @@
 
 #include "actors/crash_log.hpp"
 #include "actors/round_loop.hpp"
+#include "actors/thread_name.hpp"
 #include <eventforge/config/logging.hpp>
 #include <eventforge/messages/dlq_messages.hpp>
 
@@ -81,6 +82,7 @@ std::chrono::milliseconds gauge_sampler_state::round() {
 caf::behavior gauge_sampler(caf::stateful_actor<gauge_sampler_state>* self,
                             context_ptr ctx) {
   log_crashes(self, "gauge sampler");
+  name_blocking_thread(self, "gauges");
   auto& st = self->state;
   st.db = std::make_unique<persistence::ops_reader>(ctx->dsn);
   st.ctx = std::move(ctx);
@@ -114,6 +116,7 @@ std::chrono::milliseconds lag_sampler_state::round() {
 caf::behavior lag_sampler(caf::stateful_actor<lag_sampler_state>* self,
                           context_ptr ctx) {
   log_crashes(self, "lag sampler");
+  name_blocking_thread(self, "lag");
   self->state.ctx = std::move(ctx);
   return round_loop(self, on_drain::keep_rounds);
 }

@@ -1,6 +1,7 @@
 #include "actors/group_member.hpp"
 
 #include "actors/crash_log.hpp"
+#include "actors/thread_name.hpp"
 #include <eventforge/config/logging.hpp>
 #include <eventforge/messages/atoms.hpp>
 
@@ -251,6 +252,7 @@ caf::behavior group_member_with(caf::stateful_actor<group_member_state>* self,
                                 context_ptr ctx, std::string consumer_name,
                                 group_member_deps deps) {
   log_crashes(self, consumer_name + " group member");
+  name_blocking_thread(self, consumer_name.substr(0, 8) + "-grp");
   auto& st = self->state;
   st.self = self;
   st.ctx = ctx;

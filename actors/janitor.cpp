@@ -2,6 +2,7 @@
 
 #include "actors/crash_log.hpp"
 #include "actors/round_loop.hpp"
+#include "actors/thread_name.hpp"
 #include "persistence/ops_queries.hpp"
 #include "persistence/recovery_journal.hpp"
 
@@ -28,8 +29,8 @@ bool janitor_state::sweep() {
     more = more || n == r.batch_size;
   }
   if (r.dlq_resolved_s > 0) {
-    auto n = persistence::prune_resolved_dlq_entries(
-      ctx->dsn, r.dlq_resolved_s, r.batch_size);
+    auto n = persistence::prune_resolved_dlq_entries(ctx->dsn, r.dlq_resolved_s,
+                                                     r.batch_size);
     ctx->metrics->add("retention_deleted_total", {{"table", "dlq_events"}},
                       static_cast<std::uint64_t>(n));
     more = more || n == r.batch_size;
@@ -61,6 +62,7 @@ std::chrono::milliseconds janitor_state::round() {
 caf::behavior janitor(caf::stateful_actor<janitor_state>* self,
                       context_ptr ctx) {
   log_crashes(self, "janitor");
+  name_blocking_thread(self, "janitor");
   self->state.ctx = std::move(ctx);
   return round_loop(self);
 }

@@ -1,6 +1,7 @@
 #include "actors/partition_worker.hpp"
 
 #include "actors/crash_log.hpp"
+#include "actors/thread_name.hpp"
 #include "kafka/event_record.hpp"
 #include "messages/ids.hpp"
 #include "messages/record_headers.hpp"
@@ -214,6 +215,8 @@ partition_worker_with(caf::stateful_actor<partition_worker_state>* self,
                       std::int32_t partition, caf::actor group_member,
                       partition_worker_deps deps) {
   log_crashes(self, consumer + " partition " + std::to_string(partition));
+  name_blocking_thread(self, consumer.substr(0, 8) + "-p" +
+                               std::to_string(partition));
   auto& st = self->state;
   st.faults.emplace(ctx->faults, consumer);
   st.notes.emplace(ctx, consumer, partition);

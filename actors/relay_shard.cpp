@@ -3,6 +3,7 @@
 #include "actors/crash_log.hpp"
 #include "actors/event_log.hpp"
 #include "actors/round_loop.hpp"
+#include "actors/thread_name.hpp"
 #include "messages/ids.hpp"
 #include <eventforge/config/logging.hpp>
 
@@ -266,6 +267,7 @@ caf::behavior relay_shard(caf::stateful_actor<relay_shard_state>* self,
 caf::behavior relay_shard_with(caf::stateful_actor<relay_shard_state>* self,
                                context_ptr ctx, int shard, relay_deps deps) {
   log_crashes(self, "relay " + std::to_string(shard));
+  name_blocking_thread(self, "relay-" + std::to_string(shard));
   auto& st = self->state;
   st.clock = &self->clock();
   st.faults.emplace(ctx->faults);

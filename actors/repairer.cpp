@@ -2,6 +2,7 @@
 
 #include "actors/crash_log.hpp"
 #include "actors/round_loop.hpp"
+#include "actors/thread_name.hpp"
 #include <eventforge/config/logging.hpp>
 
 namespace ef {
@@ -147,6 +148,7 @@ std::chrono::milliseconds repairer_state::round() {
 caf::behavior repairer(caf::stateful_actor<repairer_state>* self,
                        context_ptr ctx) {
   log_crashes(self, "repairer");
+  name_blocking_thread(self, "repairer");
   self->state.ctx = std::move(ctx);
   return round_loop(self);
 }
