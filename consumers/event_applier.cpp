@@ -195,21 +195,28 @@ batch_ids ids_of(const std::vector<order_event>& input,
   return ids;
 }
 
-/// The opening of a batch's transaction: its orders' locks, with BEGIN.
+/// The opening of a batch's transaction, in one round trip with BEGIN: its
+/// orders' locks, then the guard and the reads (opened()).
 std::string lock_opening(pqxx::connection& c, const std::string& consumer,
                          const batch_ids& ids) {
   return sql::lock_orders(std::to_string(consumer_order_lock_class),
                           c.quote(consumer),
-                          c.quote(array_literal(ids.orders)));
+                          c.quote(array_literal(ids.orders))) +
+         "; " +
+         persistence::execute_sql(
+           c, "mark_and_read",
+           {consumer, array_literal(ids.events), array_literal(ids.partitions),
+            array_literal(ids.offsets), array_literal(ids.orders)});
 }
 
-/// The guard and the rules for `input` (one partition's events, in offset
-/// order) inside `w`, which holds the locks of their orders; leaves `w`
-/// open. Returns the outcomes of the events before the first one whose order
-/// is missing (that one and the rest are unmarked: they need retries of
-/// their own). Each event gets exactly the outcome it would get applied
-/// alone, after the ones before it.
-std::vector<apply_outcome> apply_in(pqxx::transaction_base& w,
+/// The rules for `input` (one partition's events, in offset order) inside
+/// `w`, whose opening took the locks of their orders and ran the guard and
+/// the reads; leaves `w` open, its last writes to travel with its COMMIT.
+/// Returns the outcomes of the events before the first one whose order is
+/// missing (that one and the rest are unmarked: they need retries of their
+/// own). Each event gets exactly the outcome it would get applied alone, after
+/// the ones before it.
+std::vector<apply_outcome> apply_in(persistence::opening_transaction& w,
                                     const consumer& rule,
                                     const std::string& consumer,
                                     const std::vector<order_event>& input,
@@ -222,10 +229,7 @@ std::vector<apply_outcome> apply_in(pqxx::transaction_base& w,
   std::set<std::string> fresh;
   std::map<std::string, order_rows> state;
   std::map<std::string, std::map<int, order_item>> lines; // by line number
-  for (const auto& row :
-       w.exec_prepared("mark_and_read", consumer, array_literal(ev_ids),
-                       array_literal(ids.partitions),
-                       array_literal(ids.offsets), array_literal(order_ids))) {
+  for (const auto& row : w.opened()) {
     auto kind = row[0].as<int>();
     if (kind == 4) {
       fresh.insert(row[1].as<std::string>());
@@ -337,16 +341,26 @@ std::vector<apply_outcome> apply_in(pqxx::transaction_base& w,
   for (auto& [id, k] : last_effect)
     if (auto& o = state[id]; o.exists && o.state.status != o.read_status)
       fx_statuses[k] = o.state.status;
+  // The writes wait for the COMMIT (close_with): nothing reads them before.
+  auto& c = w.conn();
+  std::string closing;
+  auto then = [&](const std::string& name,
+                  const std::vector<std::string>& args) {
+    closing +=
+      (closing.empty() ? "" : "; ") + persistence::execute_sql(c, name, args);
+  };
   if (!fx_events.empty())
-    w.exec_prepared("write_effects", consumer, array_literal(fx_events),
-                    array_literal(fx_orders), array_literal(fx_kinds),
-                    array_literal(fx_amounts), array_literal(fx_quantities),
-                    persistence::nullable_array_literal(fx_statuses));
+    then("write_effects",
+         {consumer, array_literal(fx_events), array_literal(fx_orders),
+          array_literal(fx_kinds), array_literal(fx_amounts),
+          array_literal(fx_quantities),
+          persistence::nullable_array_literal(fx_statuses)});
   if (!unmark.empty())
-    w.exec_prepared("unmark", consumer, array_literal(unmark));
+    then("unmark", {consumer, array_literal(unmark)});
   if (!requeue_events.empty())
-    w.exec_prepared("requeue", array_literal(requeue_seqs),
-                    array_literal(requeue_events));
+    then("requeue",
+         {array_literal(requeue_seqs), array_literal(requeue_events)});
+  w.close_with(std::move(closing));
   return out;
 }
 

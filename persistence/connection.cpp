@@ -64,9 +64,50 @@ opening_transaction::~opening_transaction() noexcept {
   End();
 }
 
+void opening_transaction::close_with(std::string closing) {
+  closing_ = std::move(closing);
+}
+
+std::string execute_sql(pqxx::connection_base& c, const std::string& name,
+                        const std::vector<std::string>& args) {
+  // libpqxx sends a prepare()d statement to the server at its first
+  // exec_prepared(); EXECUTE needs it there already. A no-op once it is.
+  c.prepare_now(name);
+  std::string sql = "EXECUTE " + c.quote_name(name) + "(";
+  for (size_t i = 0; i < args.size(); ++i)
+    sql += (i == 0 ? "" : ", ") + c.quote(args[i]);
+  return sql + ")";
+}
+
+void opening_transaction::do_commit() {
+  // libpqxx's own COMMIT (basic_transaction's, private to it) would cost a
+  // round trip of its own after the closing's; the outcomes are the same.
+  try {
+    direct_exec(
+      (closing_.empty() ? std::string("COMMIT") : closing_ + "; COMMIT")
+        .c_str());
+  } catch (const pqxx::statement_completion_unknown& e) {
+    throw pqxx::in_doubt_error("the outcome of COMMIT is unknown: " +
+                               std::string(e.what()));
+  } catch (const std::exception& e) {
+    if (!conn().is_open())
+      throw pqxx::in_doubt_error("the connection was lost while committing: " +
+                                 std::string(e.what()));
+    // A closing statement (or COMMIT, refused) failed: the session may be
+    // in a failed transaction block that libpqxx believes ended with the
+    // failed commit, so it would never roll it back.
+    try {
+      direct_exec("ROLLBACK");
+    } catch (...) {
+      // the connection is unusable; its next use says so
+    }
+    throw;
+  }
+}
+
 void opening_transaction::do_begin() {
   try {
-    direct_exec(begin_.c_str());
+    opened_ = direct_exec(begin_.c_str());
   } catch (const pqxx::broken_connection&) {
     throw; // nothing left to roll back
   } catch (...) {

@@ -43,16 +43,45 @@ nullable_array_literal(const std::vector<std::optional<std::string>>& xs);
 /// If the opening
 /// fails, the transaction is rolled back and the error thrown from the
 /// constructor, as a failed statement would throw it.
+///
+/// Its last statement's rows are kept (opened()), so a read that needs
+/// nothing from the client but the opening's locks travels with them; and
+/// the last writes can travel with the COMMIT (close_with()). Each round
+/// trip saved is a wake-up of the client's thread and of the server's
+/// backend. Several statements in one simple query still run one after the
+/// other, each with its own snapshot (read committed): a statement after a
+/// lock sees what was committed before the lock was granted.
 class opening_transaction : public pqxx::internal::basic_transaction {
 public:
   opening_transaction(pqxx::connection_base& c, const std::string& opening);
   ~opening_transaction() noexcept override;
 
+  /// The rows of the opening's last statement (none for BEGIN alone).
+  const pqxx::result& opened() const { return opened_; }
+
+  /// Statements that commit() sends in COMMIT's own round trip, before it:
+  /// plain SQL like the opening (a prepared statement runs as `EXECUTE
+  /// name(quoted literals)`); their rows are not returned. If one fails,
+  /// COMMIT never runs: commit() rolls the transaction back and throws that
+  /// error. A connection lost on the way is in doubt, as for COMMIT alone.
+  void close_with(std::string closing);
+
 private:
   void do_begin() override;
+  void do_commit() override;
 
   std::string begin_;
+  std::string closing_;
+  pqxx::result opened_;
 };
+
+/// `EXECUTE name(args...)` for an opening or a closing: each argument
+/// quoted with the connection's quote(). Runs a statement prepare()d on the
+/// connection (protocol-level and SQL prepared statements share one name
+/// space) with the same plans as exec_prepared; sends it to the server
+/// first if it is not there yet (one round trip, once per connection).
+std::string execute_sql(pqxx::connection_base& c, const std::string& name,
+                        const std::vector<std::string>& args);
 
 /// A lazily (re)opened connection with prepared statements, reopened after it
 /// broke. Stores own one each; it is not thread-safe.

@@ -167,11 +167,19 @@ mark_result outbox_store::mark_sent(int epoch,
   auto announce = array_literal(announcement_payloads(last));
   bool owner = true;
   try {
-    opening_transaction w(*impl_->conn,
-                          sql::epoch_guard(std::to_string(epoch_lock_class)));
-    auto r = w.exec_prepared1("mark_sent", epoch, array_literal(seqs),
-                              array_literal(partitions), array_literal(offsets),
-                              relay_lock_class, shard_, announce);
+    // The guard and the mark in BEGIN's round trip; COMMIT in a second.
+    auto& c = *impl_->conn;
+    opening_transaction w(
+      c, sql::epoch_guard(std::to_string(epoch_lock_class)) + "; " +
+           execute_sql(c, "mark_sent",
+                       {std::to_string(epoch), array_literal(seqs),
+                        array_literal(partitions), array_literal(offsets),
+                        std::to_string(relay_lock_class),
+                        std::to_string(shard_), announce}));
+    if (w.opened().size() != 1)
+      throw std::logic_error("mark_sent returned " +
+                             std::to_string(w.opened().size()) + " rows");
+    auto r = w.opened()[0];
     if (r[0].as<int>() != epoch)
       return mark_result::epoch_changed; // marked nothing; rolls back
     owner = r[1].as<bool>();

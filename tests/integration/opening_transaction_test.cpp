@@ -55,3 +55,48 @@ TEST_CASE("a_transaction_opening_runs_inside_it_and_a_failed_opening_leaves_"
   CHECK(db.scalar<long>("SELECT count(*) FROM pg_locks WHERE locktype = "
                         "'advisory' AND objid = 1 AND classid = 77") == 0);
 }
+
+TEST_CASE("an_opening_s_rows_come_back_and_a_closing_travels_with_commit_a_"
+          "failed_closing_commits_nothing") {
+  test::database db;
+  auto c = persistence::open_connection(db.dsn());
+  {
+    pqxx::work t(*c);
+    t.exec("CREATE TABLE written (x int)");
+    t.commit();
+  }
+  c->prepare("add", "INSERT INTO written VALUES ($1::int)");
+  c->prepare("count", "SELECT count(*) FROM written WHERE x = $1::int");
+  {
+    // The opening's last statement is a prepared one, run as EXECUTE with
+    // quoted literals: its rows are opened().
+    persistence::opening_transaction t(
+      *c, persistence::execute_sql(*c, "add", {"1"}) + "; " +
+            persistence::execute_sql(*c, "count", {"1"}));
+    REQUIRE(t.opened().size() == 1);
+    CHECK(t.opened()[0][0].as<long>() == 1);
+    t.close_with(persistence::execute_sql(*c, "add", {"2"}));
+    // Nothing of the closing runs before commit().
+    CHECK(t.exec1("SELECT count(*) FROM written")[0].as<long>() == 1);
+    t.commit();
+  }
+  CHECK(db.scalar<long>("SELECT count(*) FROM written") == 2);
+  {
+    // A closing that fails: COMMIT never runs, and the error names the
+    // statement's cause; the session is usable at once.
+    persistence::opening_transaction t(*c, "INSERT INTO written VALUES (3)");
+    t.close_with(persistence::execute_sql(*c, "add", {"not a number"}));
+    CHECK_THROWS_WITH(t.commit(), Catch::Contains("invalid input syntax"));
+  }
+  CHECK(db.scalar<long>("SELECT count(*) FROM written") == 2);
+  {
+    persistence::opening_transaction t(*c, "");
+    CHECK(t.opened().empty());
+    t.exec("INSERT INTO written VALUES (4)");
+    t.commit();
+  }
+  CHECK(db.scalar<long>("SELECT count(*) FROM written WHERE x = 4") == 1);
+  // A quote in an argument stays inside its literal.
+  CHECK(persistence::execute_sql(*c, "add", {"it's"}) ==
+        "EXECUTE \"add\"('it''s')");
+}
