@@ -352,6 +352,7 @@ pqxx::connection& session::get() {
     conn_.reset();
   if (!conn_) {
     conn_ = open_connection(dsn_);
+    ++generation_;
     if (prepare_)
       prepare_(*conn_);
   }

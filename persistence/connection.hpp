@@ -97,6 +97,10 @@ public:
   /// Forgets the connection, e.g. after it broke.
   void reset();
 
+  /// How many connections this session opened: what was prepared on the
+  /// server under one generation is gone under the next.
+  std::uint64_t generation() const { return generation_; }
+
   /// Runs `work(connection)`; if it throws (opening the connection
   /// included), forgets the connection (it may be broken) and rethrows
   /// libpqxx failures as a classified db_error, anything else unchanged.
@@ -116,6 +120,7 @@ private:
   std::string dsn_;
   preparer prepare_;
   std::unique_ptr<pqxx::connection> conn_;
+  std::uint64_t generation_ = 0;
 };
 
 } // namespace ef::persistence

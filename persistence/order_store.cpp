@@ -80,8 +80,32 @@ std::int64_t order_total(const create_order& cmd) {
 } // namespace
 
 struct order_writer::impl {
-  pqxx::transaction_base& w;
+  pqxx::connection& c;
+  /// What the transaction opens with besides BEGIN (the deadline's SET
+  /// LOCAL); empty: nothing.
+  std::string opening;
   int shards;
+  std::set<std::string>& prepared; ///< order_store::prepared_
+  /// Opened by the first command, which travels with BEGIN and the opening
+  /// in one round trip once the server has it prepared: a lone order costs
+  /// two round trips (this and COMMIT), not three.
+  std::optional<opening_transaction> w;
+
+  /// Runs the prepared statement `name` in the transaction.
+  pqxx::result exec(const std::string& name,
+                    const std::vector<std::string>& args) {
+    bool ready = prepared.count(name) > 0;
+    if (!w && ready) {
+      auto sql = execute_sql(c, name, args);
+      w.emplace(c, opening.empty() ? sql : opening + "; " + sql);
+      return w->opened();
+    }
+    if (!w)
+      w.emplace(c, opening);
+    auto r = w->exec_prepared(name, pqxx::prepare::make_dynamic_params(args));
+    prepared.insert(name);
+    return r;
+  }
 };
 
 create_result order_writer::create(const create_order& cmd,
@@ -96,7 +120,6 @@ create_result order_writer::create(const create_order& cmd,
                      {"qty", item.qty},
                      {"price_cents", item.price_cents}});
   }
-  auto& w = impl_.w;
   auto payload = created_payload(order_id, cmd.customer_id, total, lines);
   auto headers = headers_json(cmd.traceparent);
   // The key was taken when the claim looked; the janitor may delete it (past
@@ -104,13 +127,18 @@ create_result order_writer::create(const create_order& cmd,
   // new request, so the claim runs once more. Twice gone is a race worth a
   // retry of the whole transaction.
   for (int claims = 0; claims < 2; ++claims) {
-    auto go = w.exec_prepared1(
-      "create_order", cmd.idempotency_key, cmd.request_fingerprint, order_id,
-      event_id, cmd.customer_id, total, items.dump(),
-      shard_of(order_id, impl_.shards), order_created_type, payload, headers);
-    if (go[0].as<bool>())
+    auto go = impl_.exec("create_order",
+                         {cmd.idempotency_key, cmd.request_fingerprint,
+                          order_id, event_id, cmd.customer_id,
+                          std::to_string(total), items.dump(),
+                          std::to_string(shard_of(order_id, impl_.shards)),
+                          order_created_type, payload, headers});
+    if (go.size() != 1)
+      throw std::logic_error("create_order returned " +
+                             std::to_string(go.size()) + " rows");
+    if (go[0][0].as<bool>())
       return {create_result::created, order_id, event_id, "created"};
-    auto found = w.exec_prepared("find_key", cmd.idempotency_key);
+    auto found = impl_.exec("find_key", {cmd.idempotency_key});
     if (found.empty())
       continue;
     auto& row = found[0];
@@ -129,13 +157,13 @@ create_result order_writer::create(const create_order& cmd,
 cancel_result order_writer::cancel(const std::string& order_id,
                                    const std::string& traceparent) {
   cancel_result r{cancel_result::cancelled, new_uuid_v7()};
-  auto& w = impl_.w;
-  auto row = w.exec_prepared("cancel_order", order_id, r.event_id,
-                             shard_of(order_id, impl_.shards),
-                             order_cancelled_type, headers_json(traceparent));
+  auto row = impl_.exec("cancel_order",
+                        {order_id, r.event_id,
+                         std::to_string(shard_of(order_id, impl_.shards)),
+                         order_cancelled_type, headers_json(traceparent)});
   if (!row.empty())
     return r;
-  auto exists = w.exec_prepared("order_exists", order_id);
+  auto exists = impl_.exec("order_exists", {order_id});
   return {exists.empty() ? cancel_result::not_found
                          : cancel_result::already_cancelled,
           {}};
@@ -185,20 +213,29 @@ void order_store::write_once(
                                          "written");
     // A lock or a stalled server cannot hold a statement past the
     // deadline: it is cancelled (SQLSTATE 57014, transient). Set with the
-    // BEGIN, in its round trip.
-    opening_transaction w(
-      db_->get(), deadline
-                    ? "SET LOCAL statement_timeout = " +
-                        std::to_string(std::max<long long>(1, left().count()))
-                    : std::string{});
-    order_writer::impl i{w, shards_};
+    // BEGIN and the first command, in their round trip.
+    auto& c = db_->get();
+    if (db_->generation() != prepared_generation_) {
+      prepared_.clear(); // a new connection: nothing is prepared on it
+      prepared_generation_ = db_->generation();
+    }
+    order_writer::impl i{
+      c,
+      deadline ? "SET LOCAL statement_timeout = " +
+                   std::to_string(std::max<long long>(1, left().count()))
+               : std::string{},
+      shards_,
+      prepared_,
+      {}};
     order_writer writer(i);
     body(writer);
+    if (!i.w)
+      return; // no command: nothing to write
     if (deadline && passed())
       throw db_error(db_errc::transient,
                      "the deadline passed before COMMIT; rolled back, "
                      "nothing was written");
-    w.commit();
+    i.w->commit();
   } catch (const db_error&) {
     throw;
   } catch (...) {

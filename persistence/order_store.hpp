@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace ef::persistence {
@@ -40,8 +41,9 @@ struct cancel_result {
 };
 
 /// Writes order commands into one open transaction; handed out by
-/// order_store::write. Each command is one statement (one round trip), and
-/// nothing is durable until write() commits.
+/// order_store::write. Each command is one statement (one round trip; the
+/// first one's carries BEGIN), and nothing is durable until write()
+/// commits.
 class order_writer {
 public:
   /// Inserts order, items, idempotency key and the OrderCreated outbox row,
@@ -104,6 +106,13 @@ private:
 
   std::unique_ptr<session> db_;
   int shards_;
+  /// The statements the server has prepared on the session's connection
+  /// (of generation prepared_generation_): only these may travel with
+  /// BEGIN. A first use prepares inside the transaction, under its
+  /// statement_timeout: preparing reads the tables, and a lock held by
+  /// another session must not hold a command past its deadline.
+  std::set<std::string> prepared_;
+  std::uint64_t prepared_generation_ = 0;
 };
 
 } // namespace ef::persistence

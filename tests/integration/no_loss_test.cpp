@@ -448,10 +448,13 @@ TEST_CASE("a_drain_that_cannot_finish_stops_at_its_timeout_and_a_second_"
       201);
     // Wait until a consumer actually holds the record, blocked on the lock:
     // only then can the drain not finish.
+    // (A session waiting for the table, whatever its statement's text: the
+    // consumer's arrives as an EXECUTE of its prepared statement.)
     REQUIRE(test::wait_until([&] {
       return db.scalar<long>(
-               "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
-               "'Lock' AND query LIKE '%INSERT INTO processed_events%'") > 0;
+               "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = "
+               "l.relation WHERE NOT l.granted AND c.relname = "
+               "'processed_events'") > 0;
     }));
     auto asked = std::chrono::steady_clock::now();
     serve.signal(SIGTERM);
