@@ -5,6 +5,8 @@
 #include <eventforge/config/logging.hpp>
 #include <eventforge/messages/atoms.hpp>
 
+#include <algorithm>
+
 namespace ef {
 
 using namespace std::chrono_literals;
@@ -90,6 +92,7 @@ void group_member_state::housekeeping() {
   if (now < next_check)
     return;
   next_check = now + housekeeping_interval;
+  settle_soon = false;
   // A new epoch is announced on the listener's session; without a healthy
   // one, the epoch is read every round, as nothing would announce it.
   if (heard->take_epoch_news() || !listener || !listener->healthy())
@@ -147,10 +150,21 @@ void group_member_state::settle_parking(clock::time_point now) {
   }
 }
 
+int group_member_state::poll_timeout_ms(clock::time_point now) const {
+  int ms = flow->busy() ? busy_poll_timeout_ms : idle_poll_timeout_ms;
+  // A lost position settles at the housekeeping it pulled forward, not one
+  // idle poll later: a new group's first record (no committed offset yet)
+  // waited up to 350 ms for it.
+  if (settle_soon) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(next_check - now);
+    ms = std::clamp(static_cast<int>(left.count()), 0, ms);
+  }
+  return ms;
+}
+
 void group_member_state::poll_once() {
   housekeeping();
-  auto rec =
-    consumer->poll(flow->busy() ? busy_poll_timeout_ms : idle_poll_timeout_ms);
+  auto rec = consumer->poll(poll_timeout_ms(clock::now()));
   if (rec) {
     // A partition whose actor waits for its restart drops what it fetched:
     // the restart rewinds it to the committed offset.
@@ -273,6 +287,7 @@ caf::behavior group_member_with(caf::stateful_actor<group_member_state>* self,
     // Settle it soon, together with the other partitions a join or an
     // outage reports in the same moment (one restart for all of them).
     state->next_check = std::min(state->next_check, clock::now() + 100ms);
+    state->settle_soon = true;
   };
   cbs.at_end = [state](std::int32_t p, std::int64_t next) {
     state->flow->at_end(p, next, clock::now());

@@ -70,6 +70,8 @@ struct group_member_state {
   /// The parked count the gauge shows: set when it changes, not per poll.
   std::optional<std::size_t> parked_shown;
   std::chrono::steady_clock::time_point next_check{};
+  /// A lost position pulled next_check forward: polls end by then.
+  bool settle_soon = false;
   std::chrono::steady_clock::time_point last_commit{};
   bool closing = false;
   /// Graceful stop: answered once nothing is in flight and the offsets are
@@ -94,6 +96,8 @@ struct group_member_state {
   void settle_parking(std::chrono::steady_clock::time_point now);
   /// Subscribes to a (new) listener when there is none or it broke.
   void keep_listening();
+  /// How long the next poll may block.
+  int poll_timeout_ms(std::chrono::steady_clock::time_point now) const;
   void poll_once();
   void on_done(const record_done& d);
   /// Commits every partition whose applied position moved (or just these);

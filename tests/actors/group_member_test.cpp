@@ -28,12 +28,21 @@ struct fake_client : kafka::group_client {
     std::set<std::int32_t> paused;
     std::vector<std::string> calls; ///< "pause 0", "resume 0", "commit 0@3"
     std::map<std::int32_t, std::int64_t> committed_offsets;
+    std::vector<int> poll_timeouts; ///< of every poll, in order
+    /// The next poll reports these partitions' positions lost (a new
+    /// group's first record: no committed offset).
+    std::vector<std::int32_t> lose_next_poll;
+    /// How many polls came before the last restart_at.
+    std::size_t restarted_after_polls = 0;
   };
   std::shared_ptr<shared> s;
 
   explicit fake_client(std::shared_ptr<shared> state) : s(std::move(state)) {}
 
-  std::optional<partition_record> poll(int) override {
+  std::optional<partition_record> poll(int timeout_ms) override {
+    s->poll_timeouts.push_back(timeout_ms);
+    for (auto p : std::exchange(s->lose_next_poll, {}))
+      s->cbs.position_lost(p, -1);
     if (!s->assign_next_poll.empty()) {
       auto parts = std::exchange(s->assign_next_poll, {});
       s->cbs.assigned(parts);
@@ -67,6 +76,7 @@ struct fake_client : kafka::group_client {
   void restart_at(const std::map<std::int32_t, std::int64_t>&,
                   const std::set<std::int32_t>&) override {
     s->calls.push_back("restart_at");
+    s->restarted_after_polls = s->poll_timeouts.size();
   }
   watermarks query_watermarks(std::int32_t) override { return {0, 0}; }
   void pause(std::int32_t p) override {
@@ -287,4 +297,34 @@ TEST_CASE("the_member_reads_the_broker_epoch_on_news_of_a_new_one_and_"
   CHECK(*reads == 2);
   run(33s); // 30 s after the last read
   CHECK(*reads == 3);
+}
+
+TEST_CASE("a_lost_position_shortens_the_member_s_polls_until_it_is_settled") {
+  // A new group's first record finds no committed offset: the position is
+  // lost and settled at a housekeeping pulled 100 ms forward. An idle
+  // member's poll blocks 250 ms; the polls after the loss must end by the
+  // settle, or the record waits one idle poll more (up to 350 ms measured
+  // for the first order after ready).
+  member_fixture f(4);
+  f.run(5);
+  REQUIRE_FALSE(f.client->poll_timeouts.empty());
+  CHECK(f.client->poll_timeouts.back() == 250); // idle
+  f.client->lose_next_poll = {0};
+  auto before = f.client->poll_timeouts.size();
+  REQUIRE(
+    f.run_until([&] { return f.client->poll_timeouts.size() > before + 1; }));
+  // The poll that reported the loss was idle; the next ends by the settle
+  // (unless, on a very slow machine, the settle came before it).
+  CHECK(f.client->poll_timeouts[before] == 250);
+  bool settled_first =
+    f.called("restart_at") && f.client->restarted_after_polls <= before + 1;
+  CHECK((f.client->poll_timeouts[before + 1] <= 100 || settled_first));
+  // Once settled, idle polls are idle again. The member reads the steady
+  // clock, so the settle comes after 100 ms of real time.
+  auto give_up = std::chrono::steady_clock::now() + 10s;
+  while (!f.called("restart_at") && std::chrono::steady_clock::now() < give_up)
+    f.run(100);
+  REQUIRE(f.called("restart_at"));
+  f.run(5);
+  CHECK(f.client->poll_timeouts.back() == 250);
 }
