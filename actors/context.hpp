@@ -4,7 +4,6 @@
 #include "kafka/connection.hpp"
 #include "kafka/consumer_lead.hpp"
 #include "kafka/lead_limit.hpp"
-#include "kafka/outbox_producer.hpp"
 #include "persistence/outbox_listener.hpp"
 #include "persistence/recovery_journal.hpp"
 #include <eventforge/actors/telemetry.hpp>
@@ -37,9 +36,6 @@ struct context {
   /// relay.max-lead-bytes as configured or derived from the topic's
   /// retention (one for all relay shards).
   std::shared_ptr<kafka::lead_limit> lead_limit;
-  /// The one Kafka producer of this tree: relay shards, DLQ parking and
-  /// replays publish through it.
-  std::shared_ptr<kafka::producer_slot> producers;
   /// The LISTEN session the relay shards of this tree share.
   std::shared_ptr<persistence::listener_slot> outbox_wakeups =
     std::make_shared<persistence::listener_slot>();

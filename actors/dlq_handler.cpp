@@ -226,8 +226,8 @@ dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
   log_crashes(self, "dlq handler");
   name_blocking_thread(self, "dlq");
   auto& st = self->state;
-  st.ops =
-    std::make_unique<dlq_operations>(ctx->dsn, ctx->producers, ctx->faults);
+  st.ops = std::make_unique<dlq_operations>(
+    ctx->dsn, ctx->cluster, ctx->cfg.kafka.delivery_timeout_ms, ctx->faults);
   kafka::group_consumer::callbacks cbs;
   auto* state = &st;
   cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {

@@ -8,15 +8,24 @@
 
 namespace ef {
 
-dlq_operations::dlq_operations(std::string dsn,
-                               std::shared_ptr<kafka::producer_slot> producers,
+dlq_operations::dlq_operations(std::string dsn, kafka::connection cluster,
+                               int delivery_timeout_ms,
                                std::shared_ptr<chaos> faults)
-    : producers_(std::move(producers)), faults_(std::move(faults)),
+    : cluster_(std::move(cluster)), delivery_timeout_ms_(delivery_timeout_ms),
+      faults_(std::move(faults)),
       store_(std::make_unique<persistence::dlq_store>(std::move(dsn))) {
   // nop
 }
 
 dlq_operations::~dlq_operations() = default;
+
+kafka::outbox_producer& dlq_operations::producer_for(const std::string& topic) {
+  auto& p = producers_[topic];
+  if (!p)
+    p = std::make_unique<kafka::outbox_producer>(
+      cluster_, topic, delivery_timeout_ms_, "eventforge-dlq-replay");
+  return *p;
+}
 
 namespace {
 
@@ -122,8 +131,7 @@ outcome dlq_operations::publish_replay(const persistence::dlq_entry& e,
     headers.emplace_back(record_header::traceparent, e.traceparent);
   kafka::delivery d;
   try {
-    d = producers_->get()->publish_raw_to(e.source_topic, e.key, e.value,
-                                          headers);
+    d = producer_for(e.source_topic).publish_raw(e.key, e.value, headers);
   } catch (const std::exception& err) {
     return pending(std::string("no producer: ") + err.what());
   }

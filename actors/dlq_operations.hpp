@@ -55,11 +55,9 @@ public:
     bool ok() const { return what == result::done; }
   };
 
-  /// `producers`: where replays are published from (the process's one
-  /// producer); `faults`: the crash points of the replay's steps (none if
-  /// null).
-  dlq_operations(std::string dsn,
-                 std::shared_ptr<kafka::producer_slot> producers,
+  /// `faults`: the crash points of the replay's steps (none if null).
+  dlq_operations(std::string dsn, kafka::connection cluster,
+                 int delivery_timeout_ms,
                  std::shared_ptr<chaos> faults = nullptr);
   ~dlq_operations();
 
@@ -100,9 +98,12 @@ private:
   outcome publish_replay(const persistence::dlq_entry& e,
                          const std::string& actor, const std::string& action);
 
-  std::shared_ptr<kafka::producer_slot> producers_;
+  kafka::connection cluster_;
+  int delivery_timeout_ms_;
   std::shared_ptr<chaos> faults_;
   std::unique_ptr<persistence::dlq_store> store_;
+  std::map<std::string, std::unique_ptr<kafka::outbox_producer>> producers_;
+  kafka::outbox_producer& producer_for(const std::string& topic);
 };
 
 } // namespace ef

@@ -356,12 +356,9 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
     },
     ep.kafka_log_bytes, std::int64_t{2} * 1024 * 1024);
   lead_limit->watch();
-  auto producers = std::make_shared<kafka::producer_slot>(
-    cluster, cfg.kafka.topic, cfg.kafka.delivery_timeout_ms,
-    "eventforge-producer");
   auto ctx = std::make_shared<context>(
     context{cfg, dsn, cluster, metrics, faults, journal, std::move(consumers),
-            lead, lead_limit, producers});
+            lead, lead_limit});
   persistence::require_fixed_setting(ctx->dsn, "relay.shards",
                                      std::to_string(cfg.relay.shards));
   if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)

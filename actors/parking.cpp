@@ -21,7 +21,9 @@ public:
   dlq_parking_impl(context_ptr ctx, std::string consumer, std::int32_t p,
                    const partition_faults& faults)
       : ctx_(ctx), consumer_(std::move(consumer)), partition_(p),
-        faults_(faults), ops_(ctx->dsn, ctx->producers, ctx->faults) {}
+        faults_(faults), ops_(ctx->dsn, ctx->cluster,
+                              ctx->cfg.kafka.delivery_timeout_ms, ctx->faults) {
+  }
 
   bool replay_is_ours(std::int64_t entry_id) override {
     auto target = ops_.store().replay_target(entry_id);
@@ -68,7 +70,7 @@ private:
   std::int32_t partition_;
   const partition_faults& faults_;
   dlq_operations ops_;
-  std::shared_ptr<kafka::outbox_producer> producer_; ///< the process's
+  std::unique_ptr<kafka::outbox_producer> producer_;
   std::optional<std::set<std::string>> parked_orders_;
 };
 
@@ -93,10 +95,12 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
   e.source_offset = rec.offset;
   e.first_failure_at = first_failure_at;
   e.last_failure_at = now_rfc3339();
-  if (!producer_ || producer_->failed())
-    producer_ = ctx_->producers->get();
-  auto d = producer_->publish_raw_to(
-    config::dlq_topic_of(ctx_->cfg), rec.key, rec.value,
+  if (!producer_)
+    producer_ = std::make_unique<kafka::outbox_producer>(
+      ctx_->cluster, config::dlq_topic_of(ctx_->cfg),
+      ctx_->cfg.kafka.delivery_timeout_ms, "eventforge-dlq-" + consumer_);
+  auto d = producer_->publish_raw(
+    rec.key, rec.value,
     // The entry's own key, so the DLQ topic's reader files this copy under
     // the same entry: for an undecodable record that is its position, also
     // when the record carried an event_id header of its own.

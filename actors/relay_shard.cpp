@@ -250,8 +250,10 @@ relay_deps production_relay_deps(const context_ptr& ctx, int shard) {
       ctx->dsn, shard,
       ctx->outbox_wakeups->get(ctx->dsn, ctx->cfg.relay.shards));
   };
-  deps.producer = [ctx]() -> std::shared_ptr<kafka::event_publisher> {
-    return ctx->producers->get(); // the process's one producer
+  deps.producer = [ctx, shard] {
+    return std::make_unique<kafka::outbox_producer>(
+      ctx->cluster, ctx->cfg.kafka.topic, ctx->cfg.kafka.delivery_timeout_ms,
+      "eventforge-relay-" + std::to_string(shard));
   };
   return deps;
 }

@@ -16,13 +16,12 @@
 
 namespace ef {
 
-/// What a relay is built from: its shard's outbox store and a producer (the
-/// process's one, production_relay_deps), or fakes in deterministic actor
-/// tests. Both are taken lazily, inside the loop, so an outage is a crash
-/// there, not at spawn.
+/// What a relay is built from: its shard's outbox store and a producer
+/// (production_relay_deps), or fakes in deterministic actor tests. Both are
+/// made lazily, inside the loop, so an outage is a crash there, not at spawn.
 struct relay_deps {
   std::function<std::unique_ptr<persistence::relay_outbox>()> store;
-  std::function<std::shared_ptr<kafka::event_publisher>()> producer;
+  std::function<std::unique_ptr<kafka::event_publisher>()> producer;
 };
 
 relay_deps production_relay_deps(const context_ptr& ctx, int shard);
@@ -40,7 +39,7 @@ struct relay_shard_state {
   context_ptr ctx;
   relay_deps deps;
   std::unique_ptr<persistence::relay_outbox> store;
-  std::shared_ptr<kafka::event_publisher> producer;
+  std::unique_ptr<kafka::event_publisher> producer;
   std::optional<relay_faults> faults;
   /// The actor system's clock: the steady clock in production, the test
   /// coordinator's in deterministic tests (time moves only when they say).

@@ -248,10 +248,8 @@ int dlq_command_line(const settings& cfg, const dlq_args& a) {
     return 2;
   }
   ef::dlq_operations ops(cfg.database.url,
-                         std::make_shared<ef::kafka::producer_slot>(
-                           ef::kafka::cluster_of(cfg, cfg.kafka.brokers),
-                           cfg.kafka.topic, cfg.kafka.delivery_timeout_ms,
-                           "eventforge-dlq-cli"));
+                         ef::kafka::cluster_of(cfg, cfg.kafka.brokers),
+                         cfg.kafka.delivery_timeout_ms);
   auto user = std::getenv("USER");
   auto actor = std::string("cli:") + (user ? user : "unknown");
   auto& store = ops.store();

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -40,17 +39,8 @@ public:
 /// An idempotent producer (enable.idempotence, acks=all) for order events.
 /// publish() sends a batch in order, keyed by order ID, and waits for every
 /// delivery report: the relay marks rows only from these reports.
-///
-/// One serves a whole process (producer_slot): every relay shard, every
-/// partition actor's DLQ parking and the DLQ replays publish through it, from
-/// their own threads at once. Each call waits for its own reports only;
-/// whichever caller is waiting serves the reports of all (one at a time, the
-/// others sleep until theirs are in), so no thread of its own is needed. An
-/// idle client costs a share of a core in librdkafka's timers; one instead
-/// of one per relay and per partition is that many fewer.
 class outbox_producer : public event_publisher {
 public:
-  /// `topic`: where publish() and publish_raw() go; learned at once.
   outbox_producer(const connection& cluster, const std::string& topic,
                   int delivery_timeout_ms, const std::string& client_id);
   ~outbox_producer() override;
@@ -64,37 +54,10 @@ public:
   delivery
   publish_raw(const std::string& key, const std::string& value,
               const std::vector<std::pair<std::string, std::string>>& headers);
-  /// The same to another topic (the DLQ topic, a replay's source topic).
-  delivery publish_raw_to(
-    const std::string& topic, const std::string& key, const std::string& value,
-    const std::vector<std::pair<std::string, std::string>>& headers);
-
-  /// True once the producer failed fatally (e.g. a broker lost its
-  /// idempotence state): publishing throws; only a new one can publish.
-  bool failed() const;
 
 private:
   struct impl;
   std::unique_ptr<impl> impl_;
-};
-
-/// Where the parts of one process find their producer: made by the first
-/// that needs it, made anew once it failed fatally, released when nobody
-/// holds it any more. Thread-safe.
-class producer_slot {
-public:
-  producer_slot(connection cluster, std::string topic, int delivery_timeout_ms,
-                std::string client_id);
-
-  std::shared_ptr<outbox_producer> get();
-
-private:
-  connection cluster_;
-  std::string topic_;
-  int delivery_timeout_ms_;
-  std::string client_id_;
-  std::mutex mtx_;
-  std::weak_ptr<outbox_producer> current_;
 };
 
 } // namespace ef::kafka

@@ -385,7 +385,7 @@ TEST_CASE("every_kafka_client_of_serve_gets_the_configured_properties_and_"
   REQUIRE_FALSE(ready.empty());
   auto url = test::ready_field(ready, "http");
   // An order through both consumers, and a record no consumer can decode:
-  // parked by both, then replayed, all through the one producer.
+  // parked by both (their DLQ producers), then replayed (the replay's).
   REQUIRE(
     test::post_json(url, "/orders", test::order_body("props", 1, 100)).first ==
     201);
@@ -410,11 +410,13 @@ TEST_CASE("every_kafka_client_of_serve_gets_the_configured_properties_and_"
     std::ifstream in(log);
     return std::string((std::istreambuf_iterator<char>(in)), {});
   };
-  // One producer serves the relays, the DLQ parking and the replay.
   std::vector<std::string> clients{
-    "eventforge-producer#producer", "eventforge.fulfillment#consumer",
-    "eventforge.billing#consumer",  "eventforge.dlq#consumer",
-    "eventforge-probe#consumer",    "eventforge-reader#consumer"};
+    "eventforge-relay-0#producer",     "eventforge-relay-1#producer",
+    "eventforge-relay-2#producer",     "eventforge-relay-3#producer",
+    "eventforge.fulfillment#consumer", "eventforge.billing#consumer",
+    "eventforge.dlq#consumer",         "eventforge-probe#consumer",
+    "eventforge-reader#consumer",      "eventforge-dlq-fulfillment#producer",
+    "eventforge-dlq-billing#producer", "eventforge-dlq-replay#producer"};
   auto missing = [&] {
     auto text = all();
     std::string out;
