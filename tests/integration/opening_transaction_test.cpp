@@ -11,17 +11,23 @@ std::string show_timeout(pqxx::transaction_base& t) {
   return t.exec1("SHOW statement_timeout")[0].as<std::string>();
 }
 
-} // namespace
-
-TEST_CASE("a_transaction_opening_runs_inside_it_and_a_failed_opening_leaves_"
-          "the_session_outside_any_transaction") {
-  test::database db;
+/// A connection to `db`, which now has an empty table `written (x int)`.
+std::unique_ptr<pqxx::connection> with_written_table(test::database& db) {
   auto c = persistence::open_connection(db.dsn());
   {
     pqxx::work t(*c);
     t.exec("CREATE TABLE written (x int)");
     t.commit();
   }
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("a_transaction_opening_runs_inside_it_and_a_failed_opening_leaves_"
+          "the_session_outside_any_transaction") {
+  test::database db;
+  auto c = with_written_table(db);
   {
     // The opening is part of the transaction: SET LOCAL holds until its end.
     persistence::opening_transaction t(*c,
@@ -59,12 +65,7 @@ TEST_CASE("a_transaction_opening_runs_inside_it_and_a_failed_opening_leaves_"
 TEST_CASE("an_opening_s_rows_come_back_and_a_closing_travels_with_commit_a_"
           "failed_closing_commits_nothing") {
   test::database db;
-  auto c = persistence::open_connection(db.dsn());
-  {
-    pqxx::work t(*c);
-    t.exec("CREATE TABLE written (x int)");
-    t.commit();
-  }
+  auto c = with_written_table(db);
   c->prepare("add", "INSERT INTO written VALUES ($1::int)");
   c->prepare("count", "SELECT count(*) FROM written WHERE x = $1::int");
   {
