@@ -3,6 +3,9 @@
 #include "kafka/broker_probe.hpp"
 
 #include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <thread>
 
 namespace ef::kafka {
 
@@ -73,6 +76,21 @@ consumer_lead::last_if_fresh(clock::time_point now) const {
   return {};
 }
 
+namespace {
+
+/// One question in flight, shared by its asking thread and its caller: a
+/// hung question must not hold its caller (a relay) with it.
+struct asked {
+  std::mutex mtx;
+  std::condition_variable cv;
+  bool done = false;
+  std::vector<consumer_lead::entry> out;
+  std::unique_ptr<consumer_lead::question> q; ///< back, once answered
+  std::exception_ptr error;
+};
+
+} // namespace
+
 std::vector<consumer_lead::entry> consumer_lead::current() {
   std::unique_ptr<question> q;
   std::uint64_t generation = 0;
@@ -91,28 +109,56 @@ std::vector<consumer_lead::entry> consumer_lead::current() {
     asking_since_ = now;
     generation = ++generation_;
   }
-  std::vector<entry> out;
-  try {
-    if (!q)
-      q = make_();
-    out = q->ask();
-  } catch (...) {
+  // The question runs on a thread of its own, and the caller waits at most
+  // stale_after_ for it: librdkafka 2.0.2 can block in a watermark query
+  // past its timeout once its broker went away, and a relay blocked there
+  // never published (or failed to publish) again and held its tree at stop.
+  // The thread owns what it uses, so it may outlive this object.
+  auto job = std::make_shared<asked>();
+  std::thread([job, q = std::move(q), make = make_]() mutable {
+    std::vector<entry> out;
+    std::exception_ptr error;
+    try {
+      if (!q)
+        q = make();
+      out = q->ask();
+    } catch (...) {
+      error = std::current_exception();
+      q.reset(); // a client that failed is not trusted again
+    }
+    {
+      std::lock_guard<std::mutex> guard{job->mtx};
+      job->out = std::move(out);
+      job->q = std::move(q);
+      job->error = error;
+      job->done = true;
+    }
+    job->cv.notify_all();
+  }).detach();
+  {
+    std::unique_lock<std::mutex> lock{job->mtx};
+    if (!job->cv.wait_for(lock, stale_after_, [&] { return job->done; })) {
+      std::lock_guard<std::mutex> guard{mtx_};
+      return last_if_fresh(now); // still asking: given up at its bound
+    }
+  }
+  if (job->error) {
     // A client that failed is not trusted again (it may be attached to a
     // broker that went away): the next question gets a fresh one.
     std::lock_guard<std::mutex> guard{mtx_};
     if (generation == generation_)
       asking_ = false;
-    throw;
+    std::rethrow_exception(job->error);
   }
   std::lock_guard<std::mutex> guard{mtx_};
   if (generation != generation_)
-    return out; // given up meanwhile: a newer question's answer counts
+    return job->out; // given up meanwhile: a newer question's answer counts
   asking_ = false;
-  idle_ = std::move(q);
-  last_ = out;
+  idle_ = std::move(job->q);
+  last_ = job->out;
   asked_ = now;
   answered_ = true;
-  return out;
+  return last_;
 }
 
 } // namespace ef::kafka
