@@ -26,7 +26,9 @@ namespace ef::kafka {
 /// is given up: the next caller asks anew with a client of its own, and the
 /// hung one's late answer is dropped. An answer older than `stale_after`
 /// says nothing about now: no lead is known (nothing to wait for) until a
-/// fresh one comes, so one hung question never holds every relay back.
+/// fresh one comes, so one hung question never holds every relay back. The
+/// question runs on a thread of its own, and the caller that started it
+/// waits at most `stale_after` too.
 class consumer_lead {
 public:
   struct entry {
