@@ -30,9 +30,14 @@ TEST_CASE("is_uuid_rejects_malformed_ids") {
 }
 
 TEST_CASE("shard_of_is_stable_and_in_range") {
-  // Fixed values: changing the hash would strand unsent rows in old shards.
-  CHECK(ef::shard_of("0190b6a8-1234-7abc-8def-0123456789ab", 4) ==
-        ef::shard_of("0190b6a8-1234-7abc-8def-0123456789ab", 4));
+  // Fixed values (32-bit FNV-1a of the ID's text, computed apart):
+  // changing the hash would strand unsent rows in old shards.
+  CHECK(ef::shard_of("0190b6a8-1234-7abc-8def-0123456789ab", 4) == 0);
+  CHECK(ef::shard_of("0190b6a8-1234-7abc-8def-0123456789ab", 64) == 16);
+  CHECK(ef::shard_of("01a24ed6-b390-738d-915c-772fd7507063", 16) == 4);
+  CHECK(ef::shard_of("01a24ed6-b390-738d-915c-772fd7507063", 64) == 36);
+  CHECK(ef::shard_of("00000000-0000-7000-8000-000000000000", 4) == 2);
+  CHECK(ef::shard_of("00000000-0000-7000-8000-000000000000", 16) == 14);
   std::set<int> used;
   for (int i = 0; i < 1000; ++i) {
     auto s = ef::shard_of(ef::new_uuid_v7(), 4);
