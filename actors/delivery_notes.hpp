@@ -1,7 +1,7 @@
 #pragma once
 
 #include "actors/context.hpp"
-#include "consumers/event_applier.hpp"
+#include "applier/event_applier.hpp"
 
 #include <chrono>
 #include <cstdint>

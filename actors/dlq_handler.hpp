@@ -41,7 +41,5 @@ dlq_handler_actor::behavior_type
 dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
             context_ptr ctx);
 
-/// JSON rendering shared by the handler and `eventforge dlq`.
-std::string to_json(const persistence::dlq_entry& e);
 
 } // namespace ef

@@ -106,4 +106,8 @@ private:
   kafka::outbox_producer& producer_for(const std::string& topic);
 };
 
+/// An entry as JSON: what the handler answers and `eventforge dlq show`
+/// prints (dlq_handler.cpp).
+std::string to_json(const persistence::dlq_entry& e);
+
 } // namespace ef

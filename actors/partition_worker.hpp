@@ -6,7 +6,7 @@
 #include "actors/parking.hpp"
 #include "actors/partition_faults.hpp"
 #include "actors/retry_budget.hpp"
-#include "consumers/event_applier.hpp"
+#include "applier/event_applier.hpp"
 
 #include <caf/all.hpp>
 

@@ -3,7 +3,6 @@
 //   broker   a standalone in-process Kafka-protocol broker for other processes
 //   migrate  apply pending schema migrations and exit
 
-#include "actors/dlq_handler.hpp"
 #include "actors/dlq_operations.hpp"
 #include "actors/event_log.hpp"
 #include "app/cli.hpp"

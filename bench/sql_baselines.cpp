@@ -1,7 +1,7 @@
 #include "bench/sql_baselines.hpp"
 
 #include "consumers/billing.hpp"
-#include "consumers/event_applier.hpp"
+#include "applier/event_applier.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/lock_classes.hpp"
 #include "persistence/migrations.hpp"

@@ -1,6 +1,6 @@
 #include "consumers/billing.hpp"
 
-#include "persistence/connection.hpp"
+#include "messages/text.hpp"
 
 #include <map>
 
@@ -46,9 +46,8 @@ public:
       customers.push_back(customer);
       amounts.push_back(delta);
     }
-    tx_.exec_prepared("billing.adjust_balances",
-                      persistence::array_literal(customers),
-                      persistence::array_literal(amounts));
+    tx_.exec_prepared("billing.adjust_balances", array_literal(customers),
+                      array_literal(amounts));
   }
 
 private:

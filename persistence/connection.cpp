@@ -295,51 +295,6 @@ void rethrow_as_db_error() {
   // caller's hook): it propagates unchanged.
 }
 
-std::string array_literal(const std::vector<std::int64_t>& xs) {
-  std::string out = "{";
-  for (size_t i = 0; i < xs.size(); ++i)
-    out += (i ? "," : "") + std::to_string(xs[i]);
-  return out + "}";
-}
-
-namespace {
-
-// Double-quoted, with \ and " escaped: a customer ID may hold commas,
-// braces, quotes or spaces (or spell NULL).
-void append_quoted(std::string& out, const std::string& x) {
-  out += '"';
-  for (char ch : x) {
-    if (ch == '"' || ch == '\\')
-      out += '\\';
-    out += ch;
-  }
-  out += '"';
-}
-
-} // namespace
-
-std::string array_literal(const std::vector<std::string>& names) {
-  std::string out = "{";
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += i ? "," : "";
-    append_quoted(out, names[i]);
-  }
-  return out + "}";
-}
-
-std::string
-nullable_array_literal(const std::vector<std::optional<std::string>>& xs) {
-  std::string out = "{";
-  for (size_t i = 0; i < xs.size(); ++i) {
-    out += i ? "," : "";
-    if (xs[i])
-      append_quoted(out, *xs[i]);
-    else
-      out += "NULL"; // unquoted: the SQL NULL
-  }
-  return out + "}";
-}
-
 session::session(std::string dsn, preparer prepare)
     : dsn_(std::move(dsn)), prepare_(std::move(prepare)) {
   // nop

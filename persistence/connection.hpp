@@ -2,6 +2,7 @@
 
 // Internal to persistence/: nothing above this folder includes pqxx.
 
+#include "messages/text.hpp"
 #include "persistence/db_error.hpp"
 #include "persistence/dsn.hpp"
 
@@ -26,14 +27,9 @@ std::unique_ptr<pqxx::connection> open_connection(const std::string& dsn);
 /// a catch block.
 [[noreturn]] void rethrow_as_db_error();
 
-/// PostgreSQL array literals for parameters cast with ::bigint[] / ::text[]
-/// (libpqxx 6.4 has no array parameters). Text elements are quoted, so any
-/// text is safe.
-std::string array_literal(const std::vector<std::int64_t>& xs);
-std::string array_literal(const std::vector<std::string>& names);
-/// The same, with SQL NULL for an empty element.
-std::string
-nullable_array_literal(const std::vector<std::optional<std::string>>& xs);
+// PostgreSQL array literals (messages/text.hpp), for statements here.
+using ef::array_literal;
+using ef::nullable_array_literal;
 
 /// A read-committed read-write transaction whose first statement travels
 /// with its BEGIN, as one simple query: one round trip fewer than pqxx::work,

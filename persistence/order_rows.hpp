@@ -1,6 +1,6 @@
 #pragma once
 
-// Internal to persistence/: the JSON the outbox stores for an order's
+// Private to persistence/ (not exported): the JSON the outbox stores for an order's
 // events, written by the API's store and by the bulk backlog writer alike.
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "actors/gauge_sampler.hpp"
+#include "actors/gauges.hpp"
 #include "persistence/ops_queries.hpp"
 #include "persistence/repair_store.hpp"
 #include <eventforge/config/settings.hpp>

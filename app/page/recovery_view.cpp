@@ -1,6 +1,6 @@
 #include "app/page/recovery_view.hpp"
 
-#include "actors/gauge_sampler.hpp"
+#include "actors/gauges.hpp"
 #include "app/page/stage_view.hpp"
 #include <eventforge/messages/dlq_messages.hpp>
 

@@ -2,7 +2,7 @@
 // transaction, each behind its own idempotency mark; any failure falls back
 // to one record per transaction, so a poison record is still isolated.
 
-#include "consumers/event_applier.hpp"
+#include "applier/event_applier.hpp"
 #include "kafka/embedded_broker.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/ids.hpp"

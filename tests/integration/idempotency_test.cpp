@@ -1,6 +1,6 @@
 // The idempotency guard: duplicates, concurrent deliveries and missing orders.
 
-#include "consumers/event_applier.hpp"
+#include "applier/event_applier.hpp"
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "messages/ids.hpp"

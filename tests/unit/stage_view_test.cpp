@@ -1,7 +1,7 @@
 // The page's live stage figures: rates and quantiles between two readings
 // of a histogram, interpolated as Prometheus' histogram_quantile does.
 
-#include "actors/gauge_sampler.hpp"
+#include "actors/gauges.hpp"
 #include "app/page/stage_view.hpp"
 
 #include <catch2/catch.hpp>

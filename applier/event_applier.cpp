@@ -1,4 +1,4 @@
-#include "consumers/event_applier.hpp"
+#include "applier/event_applier.hpp"
 
 #include "persistence/connection.hpp"
 #include "persistence/lock_classes.hpp"
