@@ -9,8 +9,11 @@ namespace ef::config {
 /// How long to wait before trying again after a failure: the one backoff
 /// rule of EventForge. Supervisors restarting a child, partition actors
 /// retrying a record, relays retrying a publish and the recovery journal
-/// retrying a write each hold a `backoff` made from one of these, every
-/// value from configuration.
+/// retrying a write each hold a `backoff` made from one of these. Base and
+/// cap come from configuration; the rest is fixed where it is not an
+/// operator's choice: a retry or a publish has no healthy spell (a success
+/// ends its run), and a relay's publish backoff has equal jitter (0.5), so
+/// relays that failed together do not retry together.
 ///
 /// The n-th failure in a row waits base * 2^(n-1), at most `cap`; a
 /// `jitter` share of that is random (0: none; 0.5: "equal jitter", half

@@ -1,6 +1,7 @@
-// The code in the docs is the code CI builds: a fenced block right after
-// "<!-- from FILE#NAME -->" must be, line for line, the region of FILE
-// between "// [doc:NAME]" and "// [/doc:NAME]" (the markers left out).
+// The code in the docs is the code CI builds: every ```cpp block in docs/
+// comes right after "<!-- from FILE#NAME -->" and must be, line for line,
+// the region of FILE between "// [doc:NAME]" and "// [/doc:NAME]" (the
+// markers left out). A C++ block written into a doc by hand fails.
 
 #include <catch2/catch.hpp>
 
@@ -55,6 +56,11 @@ TEST_CASE("every_code_block_the_docs_take_from_an_example_is_that_"
       continue;
     auto doc = lines_of(entry.path().string());
     for (size_t i = 0; i < doc.size(); ++i) {
+      if (doc[i].rfind("```cpp", 0) == 0) {
+        INFO(entry.path().filename().string() + ":" + std::to_string(i + 1) +
+             ": a C++ block that no example compiles");
+        CHECK((i > 0 && std::regex_search(doc[i - 1], from)));
+      }
       std::smatch m;
       if (!std::regex_search(doc[i], m, from))
         continue;

@@ -21,7 +21,8 @@ class chaos;
 
 /// Where the tree finds its database and broker: resolved addresses, never
 /// empty. Whether they are private (embedded) or external is not the tree's
-/// business; app/runtime decides that before calling start().
+/// business; the host (or `ef::instance`, app/embedded/runtime.cpp) decides
+/// that before calling start().
 struct endpoints {
   std::string database_dsn;
   std::string kafka_brokers;

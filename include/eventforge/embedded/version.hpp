@@ -5,7 +5,7 @@
 namespace ef {
 
 /// The version of the EventForge library this process runs (the project's
-/// version, e.g. "0.1.0"), whatever the headers it was compiled against.
+/// version, e.g. "1.0.0"), whatever the headers it was compiled against.
 std::string version();
 
 } // namespace ef
