@@ -195,6 +195,10 @@ build_result read_settings(const caf::actor_system_config& cfg,
       r.error = describe_parse_error(file.error(), ini_path);
       return r;
     }
+    if (auto err = unknown_sections(cfg, *file, ini_path); !err.empty()) {
+      r.error = err;
+      return r;
+    }
     collect(*file, true, values);
   }
   collect(cfg.content, false, values);

@@ -2,8 +2,8 @@
 #include "config/reference.hpp"
 #include "tests/support/harness.hpp"
 #include <eventforge/config/caf_options.hpp>
-#include <eventforge/embedded/runtime.hpp>
 #include <eventforge/config/options.hpp>
+#include <eventforge/embedded/runtime.hpp>
 
 #include <caf/all.hpp>
 #include <catch2/catch.hpp>
@@ -168,6 +168,54 @@ TEST_CASE("other_sections_are_left_to_caf_and_the_host") {
   INFO(r.error);
   REQUIRE(r.ok());
   CHECK(r.value.api.workers == 3);
+}
+
+TEST_CASE("a_misspelled_section_stops_start_up_naming_the_section_it_is_near") {
+  ef::test::temp_dir dir;
+  for (auto [section, near] :
+       {std::pair{"consumers", "consumer"}, std::pair{"kafak", "kafka"},
+        std::pair{"schedular", "scheduler"}}) {
+    auto path = write_file(dir, "typo.ini",
+                           std::string("[") + section + "]\nenabled=\"x\"\n");
+    ef::config::actor_system_config cfg;
+    REQUIRE_FALSE(cfg.parse({}, path.c_str()));
+    auto r = read_settings(cfg, path);
+    CHECK(r.error == path + ": unknown section [" + section +
+                       "]: no option is declared in it (did you mean [" + near +
+                       "]?)");
+  }
+}
+
+TEST_CASE("a_host_checks_its_own_section_as_strictly_as_eventforge_its_own") {
+  struct host_config : ef::config::actor_system_config {
+    host_config() {
+      opt_group{custom_options_, "host"}.add(orders, "orders", "orders");
+    }
+    int orders = 40;
+  };
+  ef::test::temp_dir dir;
+  auto check = [&](const std::string& text) {
+    auto path = write_file(dir, "host.ini", text);
+    host_config cfg;
+    REQUIRE_FALSE(cfg.parse({}, path.c_str()));
+    auto err = ef::config::check_section(cfg, path, "host");
+    return err.empty() ? err : err.substr(path.size() + 2);
+  };
+  CHECK(check("[host]\norders=12\n").empty());
+  CHECK(check("[host]\nordres=12\n") ==
+        "[host] ordres: unknown key (declared: orders)");
+  CHECK(check("[host]\norders=\"forty\"\n") ==
+        "[host] orders = \"forty\": not a value of type int32");
+}
+
+TEST_CASE("caf_s_fallback_config_file_is_no_file_when_it_does_not_exist") {
+  ef::config::actor_system_config cfg;
+  REQUIRE_FALSE(cfg.parse({}, nullptr));
+  CHECK(ef::config::config_file_of(cfg).empty());
+  cfg.config_file_path = "/nonexistent/named.ini";
+  CHECK(ef::config::config_file_of(cfg) == "/nonexistent/named.ini");
+  CHECK(read_settings(cfg, ef::config::config_file_of(cfg)).error ==
+        "cannot read config file /nonexistent/named.ini");
 }
 
 TEST_CASE("unknown_config_key_is_rejected_by_name") {

@@ -5,6 +5,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/config_option_set.hpp>
 #include <caf/error.hpp>
+#include <caf/settings.hpp>
 
 #include <string>
 
@@ -41,6 +42,33 @@ public:
 /// the host's business.
 build_result read_settings(const caf::actor_system_config& cfg,
                            const std::string& ini_path);
+
+/// The configuration file a parsed `cfg` was read from: what --config-file
+/// named, or CAF's fallback (caf-application.ini) if that exists; "" for
+/// none. Pass it to read_settings() and check_section(): a file the
+/// operator named but that cannot be read is an error there, CAF's fallback
+/// that does not exist is no file at all.
+std::string config_file_of(const caf::actor_system_config& cfg);
+
+/// A host's own section checked as strictly as EventForge checks its own:
+/// every key of [`section`] in the file `ini_path` (none if empty) and on
+/// the command line must be declared on `cfg` (an opt_group of that name)
+/// and hold a value of its declared type. CAF itself keeps an undeclared
+/// key and drops a value of the wrong type, so a misspelled key or a
+/// "forty" for a number would pass unnoticed. Returns "" if all is well,
+/// else a message naming the file, section and key.
+std::string check_section(const caf::actor_system_config& cfg,
+                          const std::string& ini_path,
+                          const std::string& section);
+
+/// A section of the untyped file `file` (read from `ini_path`) in which
+/// `cfg` declares no option and whose name is within two letters of one it
+/// does ([consumers] for [consumer], [kafak]), as a message naming both; ""
+/// if there is none. Other undeclared sections are left to the host, which
+/// may read them through CAF. read_settings() calls it.
+std::string unknown_sections(const caf::actor_system_config& cfg,
+                             const caf::settings& file,
+                             const std::string& ini_path);
 
 /// An error of caf::actor_system_config::parse() or parse_config_file() as a
 /// message for people: file, line and column of a syntax error (with the key
