@@ -4,9 +4,21 @@
 
 namespace ef {
 
+namespace {
+
+/// [log] applied before anything logs: the services' start-up lines (the
+/// private cluster, the broker) come before ef::start, which applies it
+/// again.
+const config::settings& with_logging(const config::settings& cfg) {
+  log::apply(cfg);
+  return cfg;
+}
+
+} // namespace
+
 instance::instance(caf::actor_system& sys, const config::settings& cfg,
                    options opts)
-    : sys_(sys), cfg_(cfg), services_(cfg),
+    : sys_(sys), cfg_(with_logging(cfg)), services_(cfg_),
       metrics_(opts.metrics ? std::move(opts.metrics)
                             : std::make_shared<telemetry>()) {
   // If start() throws, no tree runs and ~runtime stops the services.

@@ -353,6 +353,30 @@ TEST_CASE("an_instance_stops_its_tree_before_its_services_and_a_runtime_"
   ef::log::use(nullptr);
 }
 
+TEST_CASE("an_instance_applies_the_log_level_before_its_services_log") {
+  test::temp_dir dir;
+  auto cfg = test::test_settings();
+  cfg.database.url.clear(); // the private cluster logs when it starts
+  cfg.kafka.brokers.clear();
+  cfg.database.data_dir = dir.path + "/pg";
+  test::seed_cluster(cfg.database.data_dir);
+  cfg.log.level = "warn";
+  auto lines = std::make_shared<captured_lines>();
+  capture_into(lines); // a new logger: level info until [log] is applied
+  caf::actor_system_config caf_cfg;
+  ef::configure_actor_system(caf_cfg);
+  caf::actor_system sys{caf_cfg};
+  {
+    ef::instance eventforge{sys, cfg};
+    CHECK_FALSE(eventforge.where().database_dsn.empty());
+  }
+  INFO(lines->text());
+  CHECK(lines->text().find("started private PostgreSQL") == std::string::npos);
+  CHECK(lines->text().find("started in-process Kafka broker") ==
+        std::string::npos);
+  ef::log::use(nullptr);
+}
+
 TEST_CASE("every_request_the_typed_root_accepts_is_answered_in_time_even_"
           "when_its_api_worker_crashes_after_the_commit") {
   test::database db;
