@@ -41,5 +41,4 @@ dlq_handler_actor::behavior_type
 dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
             context_ptr ctx);
 
-
 } // namespace ef

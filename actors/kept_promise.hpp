@@ -41,9 +41,7 @@ public:
   kept_promise(const kept_promise&) = delete;
   kept_promise& operator=(const kept_promise&) = delete;
 
-  ~kept_promise() {
-    drop();
-  }
+  ~kept_promise() { drop(); }
 
   /// Answers the request; later calls (and the destructor) do nothing.
   template <class... Ts>
@@ -53,13 +51,9 @@ public:
   }
 
   /// What the requester gets if this promise goes unanswered from now on.
-  void if_dropped(caf::error e) {
-    if_dropped_ = std::move(e);
-  }
+  void if_dropped(caf::error e) { if_dropped_ = std::move(e); }
 
-  bool pending() const {
-    return promise_.pending();
-  }
+  bool pending() const { return promise_.pending(); }
 
 private:
   void drop() {

@@ -1,7 +1,7 @@
 #include "bench/sql_baselines.hpp"
 
-#include "consumers/billing.hpp"
 #include "applier/event_applier.hpp"
+#include "consumers/billing.hpp"
 #include "persistence/connection.hpp"
 #include "persistence/lock_classes.hpp"
 #include "persistence/migrations.hpp"

@@ -303,16 +303,15 @@ dlq_store::begin_replay(std::int64_t id, std::string& status_if_refused) {
 
 std::optional<std::pair<std::string, std::string>>
 dlq_store::replay_target(std::int64_t id) {
-  return db_->run(
-    [&](pqxx::connection& c) -> std::optional<std::pair<std::string, std::string>> {
-      pqxx::read_transaction t(c);
-      auto r = t.exec_params(
-        "SELECT consumer, status FROM dlq_events WHERE id = $1", id);
-      if (r.empty())
-        return std::nullopt;
-      return std::make_pair(r[0][0].as<std::string>(),
-                            r[0][1].as<std::string>());
-    });
+  return db_->run([&](pqxx::connection& c)
+                    -> std::optional<std::pair<std::string, std::string>> {
+    pqxx::read_transaction t(c);
+    auto r = t.exec_params(
+      "SELECT consumer, status FROM dlq_events WHERE id = $1", id);
+    if (r.empty())
+      return std::nullopt;
+    return std::make_pair(r[0][0].as<std::string>(), r[0][1].as<std::string>());
+  });
 }
 
 void dlq_store::finish_replay(std::int64_t id, std::int32_t partition,

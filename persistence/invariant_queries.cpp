@@ -79,21 +79,22 @@ std::vector<violation> check_database(const std::string& dsn,
     // (a correlated count per outbox row is quadratic without an index).
     // An event an operator discarded is decided too: its one mark says
     // "discarded" and it has no effect.
-    collect(t, "I3", "event not applied exactly once",
-            "WITH m AS (SELECT consumer, event_id, count(*) AS n, "
-            "count(*) FILTER (WHERE outcome = 'discarded') AS discarded FROM "
-            "processed_events WHERE consumer = ANY($1::text[]) GROUP BY 1, 2), "
-            "f AS (SELECT consumer, event_id, count(*) AS n FROM "
-            "business_effects WHERE consumer = ANY($1::text[]) GROUP BY 1, 2) "
-            "SELECT o.order_id, o.event_id, c.consumer, coalesce(m.n, 0) || "
-            "' marks' || CASE WHEN m.discarded > 0 THEN ' (discarded)' ELSE "
-            "'' END || ', ' || coalesce(f.n, 0) || ' effects' FROM outbox o "
-            "CROSS JOIN unnest($1::text[]) AS c(consumer) LEFT JOIN m ON "
-            "m.consumer = c.consumer AND m.event_id = o.event_id LEFT JOIN f ON "
-            "f.consumer = c.consumer AND f.event_id = o.event_id WHERE "
-            "o.sent_at IS NOT NULL AND (coalesce(m.n, 0) <> 1 OR coalesce(f.n, "
-            "0) <> 1 - coalesce(m.discarded, 0)) ORDER BY o.seq",
-            names, out);
+    collect(
+      t, "I3", "event not applied exactly once",
+      "WITH m AS (SELECT consumer, event_id, count(*) AS n, "
+      "count(*) FILTER (WHERE outcome = 'discarded') AS discarded FROM "
+      "processed_events WHERE consumer = ANY($1::text[]) GROUP BY 1, 2), "
+      "f AS (SELECT consumer, event_id, count(*) AS n FROM "
+      "business_effects WHERE consumer = ANY($1::text[]) GROUP BY 1, 2) "
+      "SELECT o.order_id, o.event_id, c.consumer, coalesce(m.n, 0) || "
+      "' marks' || CASE WHEN m.discarded > 0 THEN ' (discarded)' ELSE "
+      "'' END || ', ' || coalesce(f.n, 0) || ' effects' FROM outbox o "
+      "CROSS JOIN unnest($1::text[]) AS c(consumer) LEFT JOIN m ON "
+      "m.consumer = c.consumer AND m.event_id = o.event_id LEFT JOIN f ON "
+      "f.consumer = c.consumer AND f.event_id = o.event_id WHERE "
+      "o.sent_at IS NOT NULL AND (coalesce(m.n, 0) <> 1 OR coalesce(f.n, "
+      "0) <> 1 - coalesce(m.discarded, 0)) ORDER BY o.seq",
+      names, out);
     collect(t, "I3", "business effect for an event the outbox never had",
             "SELECT b.order_id, b.event_id, b.consumer, b.kind FROM "
             "business_effects b WHERE $1::text[] IS NOT NULL AND NOT EXISTS "

@@ -102,8 +102,7 @@ long delete_idempotency_keys(const std::string& dsn, int age_s, int limit) {
     age_s, limit);
 }
 
-long prune_resolved_dlq_entries(const std::string& dsn, int age_s,
-                                int limit) {
+long prune_resolved_dlq_entries(const std::string& dsn, int age_s, int limit) {
   // The record's bytes and the actions go; the row stays with its status,
   // so a copy of the record read again from the DLQ topic (a DLQ reader
   // whose group starts over at the log start) finds the decision taken and

@@ -1,7 +1,8 @@
 #pragma once
 
-// Private to persistence/ (not exported): the JSON the outbox stores for an order's
-// events, written by the API's store and by the bulk backlog writer alike.
+// Private to persistence/ (not exported): the JSON the outbox stores for an
+// order's events, written by the API's store and by the bulk backlog writer
+// alike.
 
 #include <cstdint>
 #include <string>

@@ -18,7 +18,7 @@ packages=(
   libboost1.81-dev prometheus-cpp-dev postgresql-15
 )
 if [ "$mode" != serve ]; then
-  packages+=(catch2 clang libclang-rt-14-dev curl prometheus chromium)
+  packages+=(catch2 clang clang-format libclang-rt-14-dev curl prometheus chromium)
   # Node.js and npm for the browser test; a machine may already have them
   # from another source (e.g. a newer nodejs that bundles npm): keep those.
   command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

@@ -22,9 +22,9 @@ struct verification {
   bool ok() const { return violations.empty() && moving.empty(); }
 };
 
-/// Checks I1-I5 (docs/architecture.md, "Invariants") and that every consumer group committed
-/// up to the log end. Offsets are committed after the marks, so right
-/// after the last mark they can lag: while they still move, it waits for
+/// Checks I1-I5 (docs/architecture.md, "Invariants") and that every consumer
+/// group committed up to the log end. Offsets are committed after the marks, so
+/// right after the last mark they can lag: while they still move, it waits for
 /// them (at most 5 s, or until they stand still for half a second) before
 /// it calls a gap a "drain" violation. Then it reads the counts, the log
 /// ends and the offsets again and reports any change in `moving`. Call
