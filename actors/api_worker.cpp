@@ -37,6 +37,7 @@ caf::error to_api_error(const persistence::db_error& e, const char* what) {
                           "lock, a timeout or a conflict); nothing was "
                           "written");
   case db_errc::permanent:
+  case db_errc::none: // not thrown: a db_error is a failure
     break;
   }
   return make_api_error(api_errc::internal, "database rejected the write");

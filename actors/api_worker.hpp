@@ -2,6 +2,7 @@
 
 #include "actors/context.hpp"
 #include "actors/kept_promise.hpp"
+#include "messages/tree_messages.hpp"
 #include "persistence/db_error.hpp"
 #include "persistence/order_store.hpp"
 #include <eventforge/messages/interfaces.hpp>

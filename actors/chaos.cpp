@@ -36,6 +36,16 @@ const char* to_string(crash_point p) {
   return point_names[static_cast<int>(p)];
 }
 
+const char* to_string(chaos_errc code) {
+  switch (code) {
+  case chaos_errc::none:
+    return "none";
+  case chaos_errc::injected_crash:
+    return "injected_crash";
+  }
+  return "unknown";
+}
+
 injected_crash::injected_crash(crash_point p)
     : std::runtime_error(std::string("injected crash at ") + to_string(p)),
       point(p) {

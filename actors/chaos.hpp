@@ -3,6 +3,9 @@
 #include <eventforge/actors/telemetry.hpp>
 #include <eventforge/config/settings.hpp>
 
+#include <caf/error.hpp>
+#include <caf/make_message.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -34,6 +37,24 @@ constexpr int crash_point_count = 8;
 
 /// "api.after_commit_before_reply", ...
 const char* to_string(crash_point p);
+
+/// Why an actor of the tree exited on purpose. Carried as its exit reason
+/// in category "ef_chaos" (log_crashes), so supervisors count it apart from
+/// real failures and the journal names the point.
+enum class chaos_errc : std::uint8_t {
+  /// Not a failure: a caf::error whose code is 0 is no error (CAF 0.17).
+  none = 0,
+  /// An enabled crash point fired; the error's context holds its name.
+  injected_crash,
+};
+
+const char* to_string(chaos_errc code);
+
+} // namespace ef
+
+CAF_ERROR_CODE_ENUM(ef::chaos_errc, "ef_chaos")
+
+namespace ef {
 
 /// Thrown at an enabled crash point: a real actor failure, handled by the
 /// supervisor like any other crash.

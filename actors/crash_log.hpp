@@ -12,16 +12,15 @@
 
 namespace ef {
 
-/// Error category of exits caused by an injected crash.
+/// Error category of exits caused by an injected crash (chaos_errc).
 inline caf::atom_value chaos_error_category() {
-  return caf::atom("ef_chaos");
+  return caf::detail::error_factory<chaos_errc>::category;
 }
 
 /// Error category of exits caused by a database outage: the code is the
-/// persistence::db_errc (unavailable, or in_doubt: the session broke) plus
-/// one, since a caf::error with code 0 is no error at all (a normal exit).
+/// persistence::db_errc (unavailable, or in_doubt: the session broke).
 inline caf::atom_value db_error_category() {
-  return caf::atom("ef_db");
+  return caf::detail::error_factory<persistence::db_errc>::category;
 }
 
 /// True if `reason` is a database outage: the server could not be reached
@@ -55,18 +54,15 @@ inline void log_crashes(caf::scheduled_actor* self, std::string who) {
         std::rethrow_exception(eptr);
       } catch (const injected_crash& e) {
         ef::log::info("{}: {}", who, e.what());
-        return caf::error{
-          static_cast<std::uint8_t>(static_cast<int>(e.point) + 1),
-          chaos_error_category()};
+        return caf::make_error(chaos_errc::injected_crash,
+                               std::string(to_string(e.point)));
       } catch (const persistence::db_error& e) {
         using persistence::db_errc;
         if (e.code() == db_errc::unavailable || e.code() == db_errc::in_doubt) {
           // Info, not warn: during an outage this repeats at every restart;
           // the supervisor warns once per outage.
           ef::log::info("{}: database unavailable: {}", who, e.what());
-          return caf::error{
-            static_cast<std::uint8_t>(static_cast<int>(e.code()) + 1),
-            db_error_category()};
+          return caf::make_error(e.code());
         }
         ef::log::error("{} crashed: {}", who, e.what());
       } catch (const std::exception& e) {
@@ -87,10 +83,10 @@ inline void journal_restart(const context& ctx, std::string actor,
   persistence::journal_line line;
   line.what = persistence::journal_line::kind::restart;
   line.actor = std::move(actor);
-  // An injected crash carries its point as the error code (log_crashes).
-  if (why.category() == chaos_error_category() && why.code() >= 1 &&
-      why.code() <= crash_point_count)
-    line.point = to_string(static_cast<crash_point>(why.code() - 1));
+  // An injected crash carries its point's name (log_crashes).
+  if (why.category() == chaos_error_category() &&
+      why.context().match_elements<std::string>())
+    line.point = why.context().get_as<std::string>(0);
   line.detail = std::move(detail);
   ctx.journal->record(std::move(line));
 }

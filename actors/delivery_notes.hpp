@@ -2,6 +2,7 @@
 
 #include "actors/context.hpp"
 #include "applier/event_applier.hpp"
+#include "messages/tree_messages.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -3,6 +3,7 @@
 #include "actors/context.hpp"
 #include "actors/dlq_operations.hpp"
 #include "kafka/group_consumer.hpp"
+#include "messages/tree_messages.hpp"
 #include <eventforge/messages/interfaces.hpp>
 
 #include <caf/all.hpp>

@@ -237,19 +237,20 @@ void configure_actor_system(caf::actor_system_config& cfg) {
       }
       return out;
     });
-  cfg.add_error_category(db_error_category(), [](std::uint8_t code,
-                                                 caf::atom_value,
-                                                 const caf::message&) {
-    return std::string("ef_db: database ") +
-           persistence::to_string(static_cast<persistence::db_errc>(code - 1));
-  });
+  cfg.add_error_category(
+    db_error_category(),
+    [](std::uint8_t code, caf::atom_value, const caf::message&) {
+      return std::string("ef_db: database ") +
+             persistence::to_string(static_cast<persistence::db_errc>(code));
+    });
   cfg.add_error_category(
     chaos_error_category(),
-    [](std::uint8_t code, caf::atom_value, const caf::message&) {
-      if (code < 1 || code > crash_point_count)
-        return std::string("ef_chaos: unknown crash point");
-      return std::string("ef_chaos: injected crash at ") +
-             to_string(static_cast<crash_point>(code - 1));
+    [](std::uint8_t code, caf::atom_value, const caf::message& context) {
+      std::string out = "ef_chaos: ";
+      out += to_string(static_cast<chaos_errc>(code));
+      if (context.match_elements<std::string>())
+        out += " at " + context.get_as<std::string>(0);
+      return out;
     });
 }
 

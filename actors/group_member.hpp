@@ -8,6 +8,7 @@
 #include "actors/partition_repairs.hpp"
 #include "actors/partition_workers.hpp"
 #include "kafka/group_client.hpp"
+#include "messages/tree_messages.hpp"
 #include <eventforge/messages/control_messages.hpp>
 
 #include <caf/all.hpp>

@@ -3,6 +3,7 @@
 #include "actors/event_log.hpp"
 #include "actors/partition_flow.hpp"
 #include "kafka/group_client.hpp"
+#include "messages/tree_messages.hpp"
 #include <eventforge/config/logging.hpp>
 #include <eventforge/messages/events.hpp>
 

@@ -3,6 +3,7 @@
 #include "actors/context.hpp"
 #include "actors/delivery.hpp"
 #include "actors/partition_faults.hpp"
+#include "messages/tree_messages.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -2,6 +2,7 @@
 
 #include "actors/chaos.hpp"
 #include "actors/delivery.hpp"
+#include "messages/tree_messages.hpp"
 
 #include <cstddef>
 #include <memory>

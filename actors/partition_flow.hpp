@@ -1,5 +1,6 @@
 #pragma once
 
+#include "messages/tree_messages.hpp"
 #include <chrono>
 #include <cstdint>
 #include <map>

@@ -7,6 +7,7 @@
 #include "actors/partition_faults.hpp"
 #include "actors/retry_budget.hpp"
 #include "applier/event_applier.hpp"
+#include "messages/tree_messages.hpp"
 
 #include <caf/all.hpp>
 

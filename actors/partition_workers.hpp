@@ -3,6 +3,7 @@
 #include "actors/context.hpp"
 #include "actors/restart_rules.hpp"
 #include "config/backoff.hpp"
+#include "messages/tree_messages.hpp"
 
 #include <caf/all.hpp>
 

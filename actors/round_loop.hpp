@@ -1,5 +1,6 @@
 #pragma once
 
+#include "messages/tree_messages.hpp"
 #include <eventforge/messages/atoms.hpp>
 #include <eventforge/messages/control_messages.hpp>
 

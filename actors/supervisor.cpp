@@ -1,6 +1,7 @@
 #include "actors/supervisor.hpp"
 
 #include "actors/crash_log.hpp"
+#include "messages/tree_messages.hpp"
 #include <eventforge/config/logging.hpp>
 #include <eventforge/messages/api_error.hpp>
 #include <eventforge/messages/atoms.hpp>

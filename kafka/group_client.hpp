@@ -1,5 +1,6 @@
 #pragma once
 
+#include "messages/tree_messages.hpp"
 #include <eventforge/messages/events.hpp>
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "kafka/connection.hpp"
+#include "messages/tree_messages.hpp"
 
 #include "kafka/group_client.hpp"
 #include <eventforge/messages/events.hpp>

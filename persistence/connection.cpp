@@ -7,6 +7,8 @@ namespace ef::persistence {
 
 const char* to_string(db_errc code) {
   switch (code) {
+  case db_errc::none:
+    return "none";
   case db_errc::unavailable:
     return "unavailable";
   case db_errc::in_doubt:

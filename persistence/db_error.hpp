@@ -1,5 +1,9 @@
 #pragma once
 
+#include <caf/error.hpp>
+#include <caf/make_message.hpp>
+
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -7,7 +11,11 @@ namespace ef::persistence {
 
 /// How a database failure should be treated by the caller. The mapping from
 /// libpqxx exceptions happens in exactly one place (connection.cpp).
-enum class db_errc {
+enum class db_errc : std::uint8_t {
+  /// Not a failure. A caf::error whose code is 0 is no error at all (CAF
+  /// 0.17), so the failures start at 1 and travel as they are, e.g. as the
+  /// exit reason of an actor that met an outage (category "ef_db").
+  none = 0,
   /// The server could not be reached or the session broke before commit:
   /// nothing was written, the whole transaction may be redone.
   unavailable,
@@ -20,6 +28,12 @@ enum class db_errc {
   /// Anything else (constraint violation, bad SQL): retrying cannot help.
   permanent,
 };
+
+} // namespace ef::persistence
+
+CAF_ERROR_CODE_ENUM(ef::persistence::db_errc, "ef_db")
+
+namespace ef::persistence {
 
 const char* to_string(db_errc code);
 

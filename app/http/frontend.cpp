@@ -146,6 +146,7 @@ response error_response(const caf::error& err, writes w,
   case api_errc::outcome_unknown:
     return outcome_unknown(message, w);
   case api_errc::internal:
+  case api_errc::none: // not sent: an error with code 0 is none
     break;
   }
   nlohmann::json body{{"error", "internal error; nothing was written"},

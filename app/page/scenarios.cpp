@@ -1,6 +1,7 @@
 #include "app/page/scenarios.hpp"
 
 #include "kafka/offsets.hpp"
+#include "messages/tree_messages.hpp"
 #include "persistence/dlq_store.hpp"
 #include <eventforge/config/logging.hpp>
 #include <eventforge/messages/api_error.hpp>

@@ -7,6 +7,7 @@
 // a drain answered once nothing is in flight.
 
 #include "actors/group_member.hpp"
+#include "messages/tree_messages.hpp"
 #include "tests/support/actor_fixture.hpp"
 #include <eventforge/messages/atoms.hpp>
 

@@ -11,6 +11,7 @@
 #include "actors/partition_worker.hpp"
 #include "kafka/event_record.hpp"
 #include "messages/ids.hpp"
+#include "messages/tree_messages.hpp"
 #include "persistence/db_error.hpp"
 #include "tests/support/actor_fixture.hpp"
 

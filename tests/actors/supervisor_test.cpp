@@ -5,6 +5,7 @@
 
 #include "actors/crash_log.hpp"
 #include "actors/supervisor.hpp"
+#include "messages/tree_messages.hpp"
 #include "tests/support/actor_fixture.hpp"
 #include <eventforge/messages/atoms.hpp>
 
@@ -125,10 +126,7 @@ TEST_CASE("crashes_past_the_restart_intensity_escalate_but_a_database_"
   }
   SECTION("database outages") {
     supervisor_fixture f(2, {"a"});
-    f.scripts["a"]->why =
-      caf::error{static_cast<std::uint8_t>(
-                   static_cast<int>(persistence::db_errc::unavailable) + 1),
-                 db_error_category()};
+    f.scripts["a"]->why = caf::make_error(persistence::db_errc::unavailable);
     for (int i = 0; i < 10; ++i) {
       f.crash("a");
       f.sched().trigger_timeouts();

@@ -4,6 +4,7 @@
 #include "kafka/embedded_broker.hpp"
 #include "kafka/group_consumer.hpp"
 #include "kafka/outbox_producer.hpp"
+#include "messages/tree_messages.hpp"
 
 #include <catch2/catch.hpp>
 

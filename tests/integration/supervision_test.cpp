@@ -2,6 +2,7 @@
 // state only: unsent outbox rows; the partition's committed offset.
 
 #include "kafka/offsets.hpp"
+#include "messages/tree_messages.hpp"
 #include "tests/support/harness.hpp"
 #include <eventforge/messages/atoms.hpp>
 

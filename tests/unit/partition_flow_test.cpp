@@ -3,6 +3,7 @@
 // applied, and find fetches that went quiet.
 
 #include "actors/partition_flow.hpp"
+#include "messages/tree_messages.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -12,8 +12,10 @@ namespace ef {
 /// Why an order command failed. Carried as caf::error in category "ef_api";
 /// the context holds (field, message).
 enum class api_errc : std::uint8_t {
+  /// Not a failure: a caf::error whose code is 0 is no error (CAF 0.17).
+  none = 0,
   /// The command is malformed or violates a rule; nothing was written.
-  invalid = 1,
+  invalid,
   /// No order with that ID.
   not_found,
   /// The command conflicts with stored state (reused idempotency key with
@@ -33,8 +35,18 @@ enum class api_errc : std::uint8_t {
   outcome_unknown,
 };
 
+} // namespace ef
+
+// caf::error{api_errc::not_found} and caf::make_error(code, field, message)
+// carry the category "ef_api".
+CAF_ERROR_CODE_ENUM(ef::api_errc, "ef_api")
+
+namespace ef {
+
 inline const char* to_string(api_errc code) {
   switch (code) {
+  case api_errc::none:
+    return "none";
   case api_errc::invalid:
     return "invalid";
   case api_errc::not_found:
@@ -57,8 +69,7 @@ inline caf::atom_value api_error_category() {
 
 inline caf::error make_api_error(api_errc code, std::string message,
                                  std::string field = {}) {
-  return caf::error{static_cast<std::uint8_t>(code), api_error_category(),
-                    caf::make_message(std::move(field), std::move(message))};
+  return caf::make_error(code, std::move(field), std::move(message));
 }
 
 } // namespace ef

@@ -44,15 +44,4 @@ using control_api =
 /// tree, send it an exit message and wait for its down message.
 using eventforge_actor = order_api::extend_with<dlq_api, control_api>;
 
-/// An API worker: the order commands, plus its own group-commit tick and
-/// the drain its supervisor passes down.
-using api_worker_actor =
-  order_api::extend<caf::reacts_to<flush_atom>,
-                    caf::replies_to<drain_atom>::with<drain_report>>;
-
-/// The DLQ handler: operator commands, its poll loop and the drain.
-using dlq_handler_actor =
-  dlq_api::extend<caf::reacts_to<poll_atom>,
-                  caf::replies_to<drain_atom>::with<drain_report>>;
-
 } // namespace ef
