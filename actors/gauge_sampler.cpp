@@ -81,8 +81,8 @@ std::chrono::milliseconds gauge_sampler_state::round() {
 
 gauge_sampler_deps production_gauge_sampler_deps(const context_ptr& ctx) {
   gauge_sampler_deps deps;
-  deps.db = [dsn = ctx->dsn] {
-    return std::make_unique<persistence::ops_reader>(dsn);
+  deps.db = [ctx] {
+    return std::make_unique<persistence::ops_reader>(ctx->dsn);
   };
   return deps;
 }

@@ -54,9 +54,7 @@ std::chrono::milliseconds janitor_state::round() {
 
 janitor_deps production_janitor_deps(const context_ptr& ctx) {
   janitor_deps deps;
-  deps.store = [dsn = ctx->dsn] {
-    return persistence::database_retention(dsn);
-  };
+  deps.store = [ctx] { return persistence::database_retention(ctx->dsn); };
   return deps;
 }
 
