@@ -114,8 +114,8 @@ struct lag_fixture : test::actor_fixture {
 
 } // namespace
 
-TEST_CASE("the gauge sampler sets the database gauges once per sample "
-          "interval") {
+TEST_CASE(
+  "the_gauge_sampler_sets_the_database_gauges_once_per_sample_interval") {
   gauge_fixture f;
   f.db->answers = {unsent(5), unsent(7)};
   f.start();
@@ -131,8 +131,8 @@ TEST_CASE("the gauge sampler sets the database gauges once per sample "
   CHECK(gauge(f.ctx, "outbox_unsent_rows") == 7);
 }
 
-TEST_CASE("a failing database read keeps the last gauges and the gauge "
-          "sampler goes on sampling") {
+TEST_CASE("a_failing_database_read_keeps_the_last_gauges_and_the_gauge_sampler_"
+          "goes_on_sampling") {
   gauge_fixture f;
   f.db->answers = {unsent(5), std::nullopt, unsent(9)};
   f.start();
@@ -149,8 +149,8 @@ TEST_CASE("a failing database read keeps the last gauges and the gauge "
   CHECK(gauge(f.ctx, "outbox_unsent_rows") == 9);
 }
 
-TEST_CASE("the gauge sampler answers a drain at once and keeps sampling "
-          "after it") {
+TEST_CASE(
+  "the_gauge_sampler_answers_a_drain_at_once_and_keeps_sampling_after_it") {
   gauge_fixture f;
   f.db->answers = {unsent(5), unsent(6)};
   f.start();
@@ -171,8 +171,8 @@ TEST_CASE("the gauge sampler answers a drain at once and keeps sampling "
   caf::anon_send_exit(client, caf::exit_reason::kill);
 }
 
-TEST_CASE("the lag sampler samples at most every 5 s and a broker that "
-          "cannot answer does not stop it") {
+TEST_CASE("the_lag_sampler_samples_at_most_every_5_s_and_a_broker_that_cannot_"
+          "answer_does_not_stop_it") {
   lag_fixture f;
   f.broker->answers = {std::nullopt, lag_of_billing(40), lag_of_billing(10)};
   f.start();
@@ -190,8 +190,8 @@ TEST_CASE("the lag sampler samples at most every 5 s and a broker that "
   CHECK(f.billing_lag() == 10);
 }
 
-TEST_CASE("the lag sampler answers a drain at once and keeps sampling after "
-          "it") {
+TEST_CASE(
+  "the_lag_sampler_answers_a_drain_at_once_and_keeps_sampling_after_it") {
   lag_fixture f;
   f.broker->answers = {lag_of_billing(40), lag_of_billing(3)};
   f.start();

@@ -403,8 +403,8 @@ void read_to_the_end(member_fixture& f) {
 
 } // namespace
 
-TEST_CASE("an idle partition at its end parks after kafka.park-idle-ms and a "
-          "relay's announcement resumes it at once") {
+TEST_CASE("an_idle_partition_at_its_end_parks_after_kafka_park_idle_ms_and_a_"
+          "relay_s_announcement_resumes_it_at_once") {
   member_fixture f(100, true);
   f.run(20);
   read_to_the_end(f);
@@ -425,8 +425,8 @@ TEST_CASE("an idle partition at its end parks after kafka.park-idle-ms and a "
   CHECK(parked_gauge(f) == 0);
 }
 
-TEST_CASE("a listener that broke unparks every parked partition and the "
-          "member listens on a new one") {
+TEST_CASE("a_listener_that_broke_unparks_every_parked_partition_and_the_member_"
+          "listens_on_a_new_one") {
   member_fixture f(100, true);
   f.run(20);
   read_to_the_end(f);
@@ -441,8 +441,8 @@ TEST_CASE("a listener that broke unparks every parked partition and the "
   CHECK(parked_gauge(f) == 0);
 }
 
-TEST_CASE("a partition fed nothing for 10 s while the broker holds records "
-          "past it has its fetch restarted at its committed offset") {
+TEST_CASE("a_partition_fed_nothing_for_10_s_while_the_broker_holds_records_"
+          "past_it_has_its_fetch_restarted_at_its_committed_offset") {
   member_fixture f(100);
   f.client->committed_offsets[0] = 2;
   f.client->marks[0] = {0, 5};
@@ -457,8 +457,8 @@ TEST_CASE("a partition fed nothing for 10 s while the broker holds records "
   CHECK(f.ctx->metrics->sum("consumer_fetch_stalls_total") == 1);
 }
 
-TEST_CASE("a partition fed nothing whose log ends where it stands is idle, "
-          "not stalled") {
+TEST_CASE("a_partition_fed_nothing_whose_log_ends_where_it_stands_is_idle_not_"
+          "stalled") {
   member_fixture f(100);
   f.client->committed_offsets[0] = 2;
   f.client->marks[0] = {0, 2};
@@ -470,8 +470,8 @@ TEST_CASE("a partition fed nothing whose log ends where it stands is idle, "
   CHECK(f.ctx->metrics->sum("consumer_fetch_stalls_total") == 0);
 }
 
-TEST_CASE("a revoked partition's actor is stopped, what it applied is "
-          "committed and nothing past it") {
+TEST_CASE("a_revoked_partition_s_actor_is_stopped_and_what_it_applied_is_"
+          "committed_and_nothing_past_it") {
   member_fixture f(100);
   for (int i = 0; i < 4; ++i)
     f.client->records.push_back(record(0, i));

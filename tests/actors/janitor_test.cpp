@@ -90,8 +90,8 @@ struct janitor_fixture : test::actor_fixture {
 
 } // namespace
 
-TEST_CASE("the janitor sweeps every configured table once per round and "
-          "waits the interval once nothing is left") {
+TEST_CASE("the_janitor_sweeps_every_configured_table_once_per_round_and_waits_"
+          "the_interval_once_nothing_is_left") {
   janitor_fixture f;
   auto& sched = f.sched();
   sched.run(); // the first round, at start
@@ -108,8 +108,8 @@ TEST_CASE("the janitor sweeps every configured table once per round and "
   CHECK(f.store->calls == twice);
 }
 
-TEST_CASE("a full batch brings the janitor's next round after 10 ms, and the "
-          "interval returns once the backlog is gone") {
+TEST_CASE("a_full_batch_brings_the_janitor_s_next_round_after_10_ms_and_the_"
+          "interval_returns_once_the_backlog_is_gone") {
   janitor_fixture f;
   auto& sched = f.sched();
   f.store->script["outbox"] = {10, 4}; // a full batch, then the rest
@@ -124,7 +124,7 @@ TEST_CASE("a full batch brings the janitor's next round after 10 ms, and the "
   CHECK(test::next_timeout_in(sched) == 60000ms);
 }
 
-TEST_CASE("a drained janitor answers drained at once and sweeps no more") {
+TEST_CASE("a_drained_janitor_answers_drained_at_once_and_sweeps_no_more") {
   janitor_fixture f;
   auto& sched = f.sched();
   sched.run();

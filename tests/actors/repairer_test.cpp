@@ -143,8 +143,8 @@ struct repairer_fixture : test::actor_fixture {
 
 } // namespace
 
-TEST_CASE("a broker that lost the outbox's records begins a new epoch and "
-          "what a consumer has not applied is queued again") {
+TEST_CASE("a_broker_that_lost_the_outbox_s_records_begins_a_new_epoch_and_what_"
+          "a_consumer_has_not_applied_is_queued_again") {
   repairer_fixture f;
   f.w->marks[0] = {0, 0}; // a new, empty broker
   f.start();
@@ -169,8 +169,8 @@ TEST_CASE("a broker that lost the outbox's records begins a new epoch and "
   CHECK(f.w->queued == std::vector<std::int64_t>{2, 3});
 }
 
-TEST_CASE("a broker that still holds the outbox's records begins no epoch "
-          "and nothing is queued again, round after round") {
+TEST_CASE("a_broker_that_still_holds_the_outbox_s_records_begins_no_epoch_and_"
+          "nothing_is_queued_again_round_after_round") {
   repairer_fixture f;
   f.broker_keeps_its_log();
   f.start();
@@ -190,7 +190,7 @@ TEST_CASE("a broker that still holds the outbox's records begins no epoch "
   CHECK(f.w->probe_calls >= 12);
 }
 
-TEST_CASE("a repairer without the lease checks nothing and queues nothing") {
+TEST_CASE("a_repairer_without_the_lease_checks_nothing_and_queues_nothing") {
   repairer_fixture f;
   f.w->lease = false;
   f.w->marks[0] = {0, 0}; // would be a lost log, were it active
