@@ -120,13 +120,19 @@ TEST_CASE(
   f.db->answers = {unsent(5), unsent(7)};
   f.start();
   auto& sched = f.sched();
-  CHECK(f.db->reads == 1);
-  CHECK(gauge(f.ctx, "outbox_unsent_rows") == 5);
-  INFO("the next sample is metrics.sample-interval-ms away");
-  CHECK(test::next_timeout_in(sched) == 1000ms);
+  {
+    INFO("the first sample, at start: 5 unsent rows");
+    CHECK(f.db->reads == 1);
+    CHECK(gauge(f.ctx, "outbox_unsent_rows") == 5);
+  }
+  {
+    INFO("the next sample is metrics.sample-interval-ms away");
+    CHECK(test::next_timeout_in(sched) == 1000ms);
+  }
   disallow((poll_atom), from(f.sampler).to(f.sampler));
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.sampler).to(f.sampler));
+  INFO("the second sample, an interval later: 7 unsent rows");
   CHECK(f.db->reads == 2);
   CHECK(gauge(f.ctx, "outbox_unsent_rows") == 7);
 }
@@ -139,13 +145,18 @@ TEST_CASE("a_failing_database_read_keeps_the_last_gauges_and_the_gauge_sampler_"
   auto& sched = f.sched();
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.sampler).to(f.sampler));
-  INFO("the read failed: the gauge keeps its last value");
-  CHECK(f.db->reads == 2);
-  CHECK(gauge(f.ctx, "outbox_unsent_rows") == 5);
-  INFO("and the next sample is scheduled as usual");
-  CHECK(test::next_timeout_in(sched) == 1000ms);
+  {
+    INFO("the second read failed: the gauge keeps its last value");
+    CHECK(f.db->reads == 2);
+    CHECK(gauge(f.ctx, "outbox_unsent_rows") == 5);
+  }
+  {
+    INFO("and the next sample is scheduled as usual");
+    CHECK(test::next_timeout_in(sched) == 1000ms);
+  }
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.sampler).to(f.sampler));
+  INFO("the third read succeeds: the gauge moves again");
   CHECK(gauge(f.ctx, "outbox_unsent_rows") == 9);
 }
 
@@ -160,11 +171,15 @@ TEST_CASE(
   sched.run();
   inject((drain_atom), from(client).to(f.sampler).with(drain_atom::value));
   expect((drain_report), from(f.sampler).to(client).with(_));
-  REQUIRE(answer->has_value());
-  CHECK((*answer)->drained);
+  {
+    INFO("the sampler holds nothing between rounds: drained at once");
+    REQUIRE(answer->has_value());
+    CHECK((*answer)->drained);
+  }
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.sampler).to(f.sampler));
-  INFO("a drained tree that keeps running still shows the outbox");
+  INFO("a drained tree that keeps running still shows the outbox: sampled "
+       "after the drain, and the next sample scheduled");
   CHECK(f.db->reads == 2);
   CHECK(gauge(f.ctx, "outbox_unsent_rows") == 6);
   CHECK(test::next_timeout_in(sched) == 1000ms);
@@ -177,16 +192,24 @@ TEST_CASE("the_lag_sampler_samples_at_most_every_5_s_and_a_broker_that_cannot_"
   f.broker->answers = {std::nullopt, lag_of_billing(40), lag_of_billing(10)};
   f.start();
   auto& sched = f.sched();
-  INFO("the first read failed: no lag is shown");
-  CHECK(f.broker->reads == 1);
-  CHECK(f.billing_lag() == 0);
-  INFO("a broker client per sample: at least 5 s apart, not 1 s");
-  CHECK(test::next_timeout_in(sched) == 5000ms);
+  {
+    INFO("the first read failed: no lag is shown");
+    CHECK(f.broker->reads == 1);
+    CHECK(f.billing_lag() == 0);
+  }
+  {
+    INFO("a broker client per sample: at least 5 s apart, not 1 s");
+    CHECK(test::next_timeout_in(sched) == 5000ms);
+  }
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.sampler).to(f.sampler));
-  CHECK(f.billing_lag() == 40);
+  {
+    INFO("the sample after the failure: billing lags 40 on partition 0");
+    CHECK(f.billing_lag() == 40);
+  }
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.sampler).to(f.sampler));
+  INFO("the next sample: billing lags 10");
   CHECK(f.billing_lag() == 10);
 }
 
@@ -201,10 +224,14 @@ TEST_CASE(
   sched.run();
   inject((drain_atom), from(client).to(f.sampler).with(drain_atom::value));
   expect((drain_report), from(f.sampler).to(client).with(_));
-  REQUIRE(answer->has_value());
-  CHECK((*answer)->drained);
+  {
+    INFO("the sampler holds nothing between rounds: drained at once");
+    REQUIRE(answer->has_value());
+    CHECK((*answer)->drained);
+  }
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.sampler).to(f.sampler));
+  INFO("sampled after the drain: the lag moved from 40 to 3");
   CHECK(f.broker->reads == 2);
   CHECK(f.billing_lag() == 3);
   caf::anon_send_exit(client, caf::exit_reason::kill);

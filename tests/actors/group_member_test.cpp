@@ -409,18 +409,24 @@ TEST_CASE("an_idle_partition_at_its_end_parks_after_kafka_park_idle_ms_and_a_"
   f.run(20);
   read_to_the_end(f);
   f.later(499ms);
-  INFO("at its end for 499 ms: still fetching");
-  CAPTURE(f.client->calls);
-  CHECK_FALSE(f.called("pause 0"));
+  {
+    INFO("at its end for 499 ms: still fetching");
+    CAPTURE(f.client->calls);
+    CHECK_FALSE(f.called("pause 0"));
+  }
   f.later(1ms);
-  INFO("at its end for 500 ms, nothing announced past it: parked");
-  CHECK(f.called("pause 0"));
-  CHECK(parked_gauge(f) == 1);
+  {
+    INFO("at its end for 500 ms, nothing announced past it: parked");
+    CAPTURE(f.client->calls);
+    CHECK(f.called("pause 0"));
+    CHECK(parked_gauge(f) == 1);
+  }
   auto sink = f.listeners->back()->sink.lock();
   REQUIRE(sink != nullptr);
   sink->published(0, 3); // on the listener's thread in production
   f.run(20);
-  INFO("a record at offset 3 was announced: resumed at its end");
+  INFO("a record at offset 3 was announced: resumed at its end at once");
+  CAPTURE(f.client->calls);
   CHECK(f.called("resume_at_once 0@3"));
   CHECK(parked_gauge(f) == 0);
 }
@@ -434,8 +440,9 @@ TEST_CASE("a_listener_that_broke_unparks_every_parked_partition_and_the_member_"
   REQUIRE(f.called("pause 0"));
   f.listeners->back()->ok = false;
   f.later(1s); // the next housekeeping, a second after the first
+  INFO("the listener broke while partition 0 was parked: announcements may "
+       "have been missed, so it is fetched again and a new listener taken");
   CAPTURE(f.client->calls);
-  INFO("announcements may have been missed: everything is fetched again");
   CHECK(f.called("resume_at_once 0@3"));
   CHECK(f.listeners->size() == 2);
   CHECK(parked_gauge(f) == 0);
@@ -448,11 +455,15 @@ TEST_CASE("a_partition_fed_nothing_for_10_s_while_the_broker_holds_records_"
   f.client->marks[0] = {0, 5};
   f.run(20);
   f.later(9s);
-  CAPTURE(f.client->calls);
-  INFO("fed nothing for 9 s: not yet a stall");
-  CHECK_FALSE(f.called("restart_at"));
+  {
+    INFO("fed nothing for 9 s: not yet a stall");
+    CAPTURE(f.client->calls);
+    CHECK_FALSE(f.called("restart_at"));
+  }
   f.later(1s);
-  INFO("10 s, offsets 2..5 on the broker, nothing in flight: stalled");
+  INFO("fed nothing for 10 s, offsets 2..5 on the broker, nothing in flight: "
+       "stalled, and restarted at the committed offset 2");
+  CAPTURE(f.client->calls);
   CHECK(f.called("restart_at 0@2"));
   CHECK(f.ctx->metrics->sum("consumer_fetch_stalls_total") == 1);
 }
@@ -465,6 +476,7 @@ TEST_CASE("a_partition_fed_nothing_whose_log_ends_where_it_stands_is_idle_not_"
   f.run(20);
   f.later(10s);
   f.later(10s);
+  INFO("20 s unfed, but the log ends at 2 where it stands: nothing to read");
   CAPTURE(f.client->calls);
   CHECK_FALSE(f.called("restart_at"));
   CHECK(f.ctx->metrics->sum("consumer_fetch_stalls_total") == 0);
@@ -487,12 +499,16 @@ TEST_CASE("a_revoked_partition_s_actor_is_stopped_and_what_it_applied_is_"
   caf::send_as(worker, f.member, record_done{0, 2, "k", "", ""});
   expect((poll_atom), from(f.member).to(f.member)); // queued before it
   expect((record_done), from(worker).to(f.member).with(_));
+  // The revoke stopped the partition's actor.
   expect((caf::exit_msg), from(f.member).to(worker).with(_));
   f.run(50);
-  CAPTURE(f.client->calls);
-  CHECK(f.called("commit 0@2"));
-  CHECK_FALSE(f.called("commit 0@3"));
-  CHECK_FALSE(f.called("commit 0@4"));
+  {
+    INFO("offsets 0 and 1 were applied: committed up to 2, never past it");
+    CAPTURE(f.client->calls);
+    CHECK(f.called("commit 0@2"));
+    CHECK_FALSE(f.called("commit 0@3"));
+    CHECK_FALSE(f.called("commit 0@4"));
+  }
   INFO("no new actor for a partition the member no longer owns");
   CHECK(f.workers->spawned == 1);
 }

@@ -95,16 +95,21 @@ TEST_CASE("the_janitor_sweeps_every_configured_table_once_per_round_and_waits_"
   janitor_fixture f;
   auto& sched = f.sched();
   sched.run(); // the first round, at start
-  CAPTURE(f.store->calls);
-  CHECK(f.store->calls == janitor_fixture::one_round());
-  INFO("nothing filled a batch: the next round is an interval away");
-  CHECK(test::next_timeout_in(sched) == 60000ms);
+  {
+    INFO("the first round: each table once, with its retention and the batch");
+    CHECK(f.store->calls == janitor_fixture::one_round());
+  }
+  {
+    INFO("nothing filled a batch: the next round is an interval away");
+    CHECK(test::next_timeout_in(sched) == 60000ms);
+  }
   disallow((poll_atom), from(f.janitor).to(f.janitor));
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.janitor).to(f.janitor));
   auto twice = janitor_fixture::one_round();
   for (auto& c : janitor_fixture::one_round())
     twice.push_back(c);
+  INFO("the second round, once the interval passed: each table once more");
   CHECK(f.store->calls == twice);
 }
 
@@ -114,12 +119,17 @@ TEST_CASE("a_full_batch_brings_the_janitor_s_next_round_after_10_ms_and_the_"
   auto& sched = f.sched();
   f.store->script["outbox"] = {10, 4}; // a full batch, then the rest
   sched.run();
-  INFO("the outbox filled a whole batch: more may be waiting");
-  CHECK(test::next_timeout_in(sched) == 10ms);
+  {
+    INFO("the outbox filled a whole batch: more may be waiting");
+    CHECK(test::next_timeout_in(sched) == 10ms);
+  }
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.janitor).to(f.janitor));
-  CAPTURE(f.store->calls);
-  CHECK(f.store->calls.size() == 10);
+  {
+    CAPTURE(f.store->calls);
+    INFO("two rounds of five deletions each");
+    CHECK(f.store->calls.size() == 10);
+  }
   INFO("4 of 10: the backlog is gone, the next round is an interval away");
   CHECK(test::next_timeout_in(sched) == 60000ms);
 }
@@ -133,14 +143,19 @@ TEST_CASE("a_drained_janitor_answers_drained_at_once_and_sweeps_no_more") {
   sched.run();
   inject((drain_atom), from(client).to(f.janitor).with(drain_atom::value));
   expect((drain_report), from(f.janitor).to(client).with(_));
-  REQUIRE(answer->has_value());
-  CHECK((*answer)->drained);
+  {
+    INFO("between rounds the janitor holds nothing: drained at once");
+    REQUIRE(answer->has_value());
+    CHECK((*answer)->drained);
+  }
   auto before = f.store->calls;
   // The round already scheduled still arrives, and does nothing.
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.janitor).to(f.janitor));
-  CAPTURE(f.store->calls);
-  CHECK(f.store->calls == before);
+  {
+    INFO("the round scheduled before the drain deletes nothing");
+    CHECK(f.store->calls == before);
+  }
   INFO("no further round is scheduled after a drain");
   CHECK_FALSE(test::next_timeout_in(sched).has_value());
   caf::anon_send_exit(client, caf::exit_reason::kill);

@@ -149,22 +149,30 @@ TEST_CASE("a_broker_that_lost_the_outbox_s_records_begins_a_new_epoch_and_what_"
   f.w->marks[0] = {0, 0}; // a new, empty broker
   f.start();
   auto& sched = f.sched();
-  CAPTURE(f.w->epochs_begun, f.w->queued);
-  REQUIRE(f.w->epochs_begun.size() == 1);
-  INFO("the reason names the partition and the missing witness");
-  CHECK(f.w->epochs_begun[0].find("partition 0 ends at offset 0") !=
-        std::string::npos);
-  CHECK(f.w->epochs_begun[0].find("e3") != std::string::npos);
-  INFO("seq 1 was applied by both consumers; 2 lacks fulfillment, 3 both");
-  CHECK(f.w->queued == std::vector<std::int64_t>{2, 3});
-  CHECK(f.ctx->metrics->sum("broker_epochs_total") == 1);
-  CHECK(f.ctx->metrics->sum("repair_republished_total",
-                            {{"reason", "broker_epoch"}}) == 2);
-  INFO("the next round finds the new epoch without a witness: no second "
-       "epoch, nothing queued twice");
-  CHECK(test::next_timeout_in(sched) == 1000ms);
+  {
+    INFO("the first round: the witness e3 at offset 2 is gone");
+    CAPTURE(f.w->epochs_begun);
+    REQUIRE(f.w->epochs_begun.size() == 1);
+    INFO("the reason names the partition and the missing witness");
+    CHECK(f.w->epochs_begun[0].find("partition 0 ends at offset 0") !=
+          std::string::npos);
+    CHECK(f.w->epochs_begun[0].find("e3") != std::string::npos);
+    CHECK(f.ctx->metrics->sum("broker_epochs_total") == 1);
+  }
+  {
+    INFO("seq 1 was applied by both consumers; 2 lacks fulfillment, 3 both");
+    CHECK(f.w->queued == std::vector<std::int64_t>{2, 3});
+    CHECK(f.ctx->metrics->sum("repair_republished_total",
+                              {{"reason", "broker_epoch"}}) == 2);
+  }
+  {
+    INFO("the next round is repair.interval-ms away");
+    CHECK(test::next_timeout_in(sched) == 1000ms);
+  }
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.repairer).to(f.repairer));
+  INFO("the next round finds the new epoch without a witness: no second "
+       "epoch, nothing queued twice");
   CHECK(f.w->epochs_begun.size() == 1);
   CHECK(f.w->queued == std::vector<std::int64_t>{2, 3});
 }
@@ -178,14 +186,20 @@ TEST_CASE("a_broker_that_still_holds_the_outbox_s_records_begins_no_epoch_and_"
   // Twelve rounds: the database's side runs on the 1st and the 11th.
   for (int round = 2; round <= 12; ++round) {
     CAPTURE(round);
+    INFO("each round one repair.interval-ms after the last");
     CHECK(test::next_timeout_in(sched) == 1000ms);
     REQUIRE(sched.trigger_timeout());
     expect((poll_atom), from(f.repairer).to(f.repairer));
   }
-  CAPTURE(f.w->epochs_begun, f.w->queued);
-  CHECK(f.w->epochs_begun.empty());
-  CHECK(f.w->queued.empty());
-  CHECK(f.ctx->metrics->sum("broker_epochs_total") == 0);
+  {
+    INFO("the broker holds e3 at offset 2 still: twelve rounds, no epoch");
+    CHECK(f.w->epochs_begun.empty());
+    CHECK(f.ctx->metrics->sum("broker_epochs_total") == 0);
+  }
+  {
+    INFO("every row was published in the current epoch: none queued again");
+    CHECK(f.w->queued.empty());
+  }
   INFO("the broker's side of the check ran every round");
   CHECK(f.w->probe_calls >= 12);
 }
@@ -198,10 +212,17 @@ TEST_CASE("a_repairer_without_the_lease_checks_nothing_and_queues_nothing") {
   auto& sched = f.sched();
   REQUIRE(sched.trigger_timeout());
   expect((poll_atom), from(f.repairer).to(f.repairer));
-  CAPTURE(f.w->epochs_begun, f.w->queued);
-  CHECK(f.w->epochs_begun.empty());
-  CHECK(f.w->queued.empty());
-  CHECK(f.w->probe_calls == 0);
-  CHECK(f.w->store_reads == 0);
+  {
+    INFO("another repairer holds the lease: this one begins no epoch and "
+         "queues nothing although the broker's log is empty");
+    CHECK(f.w->epochs_begun.empty());
+    CHECK(f.w->queued.empty());
+  }
+  {
+    INFO("nor does it ask the broker or the database anything but the lease");
+    CHECK(f.w->probe_calls == 0);
+    CHECK(f.w->store_reads == 0);
+  }
+  INFO("it asks for the lease again a repair.interval-ms later");
   CHECK(test::next_timeout_in(sched) == 1000ms);
 }
