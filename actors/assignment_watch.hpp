@@ -13,12 +13,15 @@ namespace ef {
 /// a log kept at warn.
 class assignment_watch {
 public:
+  /// The actor clock's time (caf::actor_clock::time_point).
   using clock = std::chrono::steady_clock;
 
+  /// Subscribed at `now`, the member's clock.
   assignment_watch(std::string consumer, std::string topic,
-                   std::chrono::milliseconds session_timeout)
+                   std::chrono::milliseconds session_timeout,
+                   clock::time_point now)
       : consumer_(std::move(consumer)), topic_(std::move(topic)),
-        limit_(3 * session_timeout), subscribed_at_(clock::now()) {}
+        limit_(3 * session_timeout), subscribed_at_(now) {}
 
   /// Partitions were assigned (none: a rebalance that gave this member none).
   void assigned(bool any) { watching_ = watching_ && !any; }

@@ -79,12 +79,26 @@ std::chrono::milliseconds gauge_sampler_state::round() {
   return std::chrono::milliseconds(ctx->cfg.metrics.sample_interval_ms);
 }
 
+gauge_sampler_deps production_gauge_sampler_deps(const context_ptr& ctx) {
+  gauge_sampler_deps deps;
+  deps.db = [ctx] {
+    return std::make_unique<persistence::ops_reader>(ctx->dsn);
+  };
+  return deps;
+}
+
 caf::behavior gauge_sampler(caf::stateful_actor<gauge_sampler_state>* self,
                             context_ptr ctx) {
+  auto deps = production_gauge_sampler_deps(ctx);
+  return gauge_sampler_with(self, std::move(ctx), std::move(deps));
+}
+
+caf::behavior gauge_sampler_with(caf::stateful_actor<gauge_sampler_state>* self,
+                                 context_ptr ctx, gauge_sampler_deps deps) {
   log_crashes(self, "gauge sampler");
   name_blocking_thread(self, "gauges");
   auto& st = self->state;
-  st.db = std::make_unique<persistence::ops_reader>(ctx->dsn);
+  st.db = deps.db();
   st.ctx = std::move(ctx);
   // A drained tree that keeps running (a host may drain and go on serving
   // /metrics) still shows the outbox filling and the lag it leaves.
@@ -94,13 +108,7 @@ caf::behavior gauge_sampler(caf::stateful_actor<gauge_sampler_state>* self,
 std::chrono::milliseconds lag_sampler_state::round() {
   auto& m = *ctx->metrics;
   try {
-    // Clients for this sample only: one kept across samples hangs in
-    // query_watermark_offsets, past its timeout, once the broker it was
-    // connected to goes away (librdkafka 2.0.2). A fresh one usually fails
-    // at once ("all broker connections are down"); if it hangs, only this
-    // actor waits. Either way a scrape never opens one.
-    kafka::offset_reader broker(ctx->cluster);
-    export_lag(read_lag(ctx->cfg, broker, 2000), m);
+    export_lag(deps.read(), m);
     m.set("gauges_sampled_timestamp_seconds", {{"source", "broker"}},
           unix_now());
   } catch (const std::exception& e) {
@@ -113,11 +121,32 @@ std::chrono::milliseconds lag_sampler_state::round() {
     min_lag_interval);
 }
 
+lag_sampler_deps production_lag_sampler_deps(const context_ptr& ctx) {
+  lag_sampler_deps deps;
+  deps.read = [ctx] {
+    // Clients for this sample only: one kept across samples hangs in
+    // query_watermark_offsets, past its timeout, once the broker it was
+    // connected to goes away (librdkafka 2.0.2). A fresh one usually fails
+    // at once ("all broker connections are down"); if it hangs, only this
+    // actor waits. Either way a scrape never opens one.
+    kafka::offset_reader broker(ctx->cluster);
+    return read_lag(ctx->cfg, broker, 2000);
+  };
+  return deps;
+}
+
 caf::behavior lag_sampler(caf::stateful_actor<lag_sampler_state>* self,
                           context_ptr ctx) {
+  auto deps = production_lag_sampler_deps(ctx);
+  return lag_sampler_with(self, std::move(ctx), std::move(deps));
+}
+
+caf::behavior lag_sampler_with(caf::stateful_actor<lag_sampler_state>* self,
+                               context_ptr ctx, lag_sampler_deps deps) {
   log_crashes(self, "lag sampler");
   name_blocking_thread(self, "lag");
   self->state.ctx = std::move(ctx);
+  self->state.deps = std::move(deps);
   return round_loop(self, on_drain::keep_rounds);
 }
 

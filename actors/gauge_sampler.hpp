@@ -6,12 +6,22 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace ef {
+
+/// What the gauge sampler is built from. Production: a reader over one
+/// database connection it keeps (production_gauge_sampler_deps);
+/// deterministic actor tests give a fake.
+struct gauge_sampler_deps {
+  std::function<std::unique_ptr<persistence::ops_source>()> db;
+};
+
+gauge_sampler_deps production_gauge_sampler_deps(const context_ptr& ctx);
 
 /// Samples the gauges that come from the database (outbox size and age,
 /// DLQ entries and age) every metrics.sample-interval-ms, over one
@@ -27,7 +37,7 @@ namespace ef {
 /// Blocking, so detached; supervised under "maintenance".
 struct gauge_sampler_state {
   context_ptr ctx;
-  std::unique_ptr<persistence::ops_reader> db;
+  std::unique_ptr<persistence::ops_source> db;
   /// One sample; returns the delay until the next.
   std::chrono::milliseconds round();
   static inline const char* name = "gauge-sampler";
@@ -36,6 +46,19 @@ struct gauge_sampler_state {
 caf::behavior gauge_sampler(caf::stateful_actor<gauge_sampler_state>* self,
                             context_ptr ctx);
 
+/// The same actor, built from `deps`.
+caf::behavior gauge_sampler_with(caf::stateful_actor<gauge_sampler_state>* self,
+                                 context_ptr ctx, gauge_sampler_deps deps);
+
+/// What the lag sampler is built from. Production: broker clients made for
+/// each sample (production_lag_sampler_deps); deterministic actor tests give
+/// a fake. `read` throws if the broker does not answer.
+struct lag_sampler_deps {
+  std::function<lag_by_consumer()> read;
+};
+
+lag_sampler_deps production_lag_sampler_deps(const context_ptr& ctx);
+
 /// Samples consumer_lag from the broker every metrics.sample-interval-ms,
 /// with broker clients made for each sample (one kept across samples hangs
 /// once its broker went away); gauges_sampled_timestamp_seconds
@@ -43,11 +66,16 @@ caf::behavior gauge_sampler(caf::stateful_actor<gauge_sampler_state>* self,
 /// (gauge_sampler). Blocking, so detached; supervised under "maintenance".
 struct lag_sampler_state {
   context_ptr ctx;
+  lag_sampler_deps deps;
   std::chrono::milliseconds round();
   static inline const char* name = "lag-sampler";
 };
 
 caf::behavior lag_sampler(caf::stateful_actor<lag_sampler_state>* self,
                           context_ptr ctx);
+
+/// The same actor, built from `deps`.
+caf::behavior lag_sampler_with(caf::stateful_actor<lag_sampler_state>* self,
+                               context_ptr ctx, lag_sampler_deps deps);
 
 } // namespace ef

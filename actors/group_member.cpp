@@ -10,7 +10,6 @@
 namespace ef {
 
 using namespace std::chrono_literals;
-using clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -66,7 +65,7 @@ void group_member_state::begin_partition(std::int32_t p, bool replace) {
     workers->replace(p);
   else
     workers->start(p);
-  flow->start(p, false, clock::now());
+  flow->start(p, false, now());
   commits->forget(p);
 }
 
@@ -88,75 +87,28 @@ void group_member_state::on_revoked(const std::vector<std::int32_t>& parts) {
 }
 
 void group_member_state::housekeeping() {
-  auto now = clock::now();
-  if (now < next_check)
+  auto at = now();
+  if (at < next_check)
     return;
-  next_check = now + housekeeping_interval;
+  next_check = at + housekeeping_interval;
   settle_soon = false;
   // A new epoch is announced on the listener's session; without a healthy
   // one, the epoch is read every round, as nothing would announce it.
   if (heard->take_epoch_news() || !listener || !listener->healthy())
     repairs->epoch_news();
-  repairs->run(*flow, *consumer, *ctx->metrics, now,
+  repairs->run(*flow, *consumer, *ctx->metrics, at,
                [this](std::int32_t p) { begin_partition(p, true); });
   repairs->watchdog().inject_stalls(*flow, *consumer, *ctx->faults);
   keep_listening();
 }
 
-void group_member_state::keep_listening() {
-  if (!deps.listener || ctx->cfg.kafka.park_idle_ms <= 0 ||
-      (listener && listener->healthy()))
-    return;
-  bool had = listener != nullptr;
-  listener.reset();
-  try {
-    listener = deps.listener();
-    listener->subscribe(heard);
-    repairs->epoch_news(); // one may have begun before this session listened
-  } catch (const std::exception& e) {
-    ef::log::debug("{}: no announcements ({}); partitions do not park",
-                   consumer_name, e.what());
-  }
-  // Announcements may have been missed meanwhile: fetch everything again
-  // (what has nothing new parks again at its end).
-  if (had)
-    for (auto p : flow->unpark_all(clock::now()))
-      consumer->resume_at_once(p, flow->find(p)->end_offset);
-}
-
-void group_member_state::settle_parking(clock::time_point now) {
-  for (auto& [p, offset] : heard->take())
-    if (flow->announced(p, offset, now)) {
-      ef::log::debug("{}: partition {} resumed: a relay published offset {}",
-                     consumer_name, p, offset);
-      consumer->resume_at_once(p, flow->find(p)->end_offset);
-    }
-  // Without a healthy listener nobody would wake a parked partition.
-  if (listener && listener->healthy() && !flow->draining()) {
-    using ms = std::chrono::milliseconds;
-    for (auto p : flow->to_park(ms(ctx->cfg.kafka.park_idle_ms), now)) {
-      ef::log::debug("{}: partition {} parked at its end, offset {}",
-                     consumer_name, p, flow->find(p)->end_offset);
-      consumer->pause(p);
-    }
-    for (auto p : flow->to_recheck(ms(ctx->cfg.kafka.park_recheck_ms), now))
-      consumer->resume_at_once(p, flow->find(p)->end_offset);
-  }
-  if (auto parked = flow->parked(); parked != parked_shown) {
-    ctx->metrics->set("consumer_partitions_parked",
-                      {{"consumer", consumer_name}},
-                      static_cast<double>(parked));
-    parked_shown = parked;
-  }
-}
-
-int group_member_state::poll_timeout_ms(clock::time_point now) const {
+int group_member_state::poll_timeout_ms(caf::actor_clock::time_point at) const {
   int ms = flow->busy() ? busy_poll_timeout_ms : idle_poll_timeout_ms;
   // A lost position settles at the housekeeping it pulled forward, not one
   // idle poll later: a new group's first record (no committed offset yet)
   // waited up to 350 ms for it.
   if (settle_soon) {
-    auto left = std::chrono::ceil<std::chrono::milliseconds>(next_check - now);
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(next_check - at);
     ms = std::clamp(static_cast<int>(left.count()), 0, ms);
   }
   return ms;
@@ -164,21 +116,21 @@ int group_member_state::poll_timeout_ms(clock::time_point now) const {
 
 void group_member_state::poll_once() {
   housekeeping();
-  auto rec = consumer->poll(poll_timeout_ms(clock::now()));
+  auto rec = consumer->poll(poll_timeout_ms(now()));
   if (rec) {
     // A partition whose actor waits for its restart drops what it fetched:
     // the restart rewinds it to the committed offset.
     if (auto w = workers->actor_of(rec->partition)) {
-      if (flow->fed(rec->partition, clock::now()))
+      if (flow->fed(rec->partition, now()))
         consumer->pause(rec->partition);
       self->send(w, std::move(*rec));
     }
   }
-  auto now = clock::now();
-  settle_parking(now);
-  if (!rec || now - last_commit >= commit_interval)
+  auto at = now();
+  settle_parking(at);
+  if (!rec || at - last_commit >= commit_interval)
     commit_done();
-  assignments->check(now);
+  assignments->check(at);
 }
 
 void group_member_state::on_done(const record_done& d) {
@@ -195,7 +147,7 @@ void group_member_state::on_done(const record_done& d) {
 
 std::string
 group_member_state::commit_done(const std::vector<std::int32_t>* only) {
-  last_commit = clock::now();
+  last_commit = now();
   return commits->commit(*flow, *consumer, only);
 }
 
@@ -234,7 +186,7 @@ bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
   // What the dead actor held is gone with its mailbox: the partition waits,
   // paused, then rereads from the committed offset.
   consumer->pause(p);
-  flow->start(p, true, clock::now());
+  flow->start(p, true, now());
   commits->forget(p);
   self->delayed_send(self, delay, restart_atom::value,
                      static_cast<std::uint64_t>(p));
@@ -246,7 +198,7 @@ void group_member_state::restart_worker(std::int32_t p) {
     return; // revoked or stopped meanwhile
   auto committed = consumer->committed(p);
   workers->start(p);
-  flow->start(p, flow->draining(), clock::now());
+  flow->start(p, flow->draining(), now());
   flow->committed({{p, committed}});
   consumer->seek(p, committed);
   if (flow->draining())
@@ -262,6 +214,28 @@ void group_member_state::stop(caf::error reason) {
     self->quit(*stopping);
 }
 
+/// The client's callbacks into the member (rebalances, lost positions,
+/// partitions read to their end), run on the member's thread during a poll.
+kafka::group_client::callbacks member_callbacks(group_member_state* state) {
+  kafka::group_client::callbacks cbs;
+  cbs.assigned = [state](const auto& ps) { state->on_assigned(ps); };
+  cbs.revoked = [state](const auto& ps) { state->on_revoked(ps); };
+  cbs.starts_paused = [state](std::int32_t) {
+    return state->flow->draining(); // a drain keeps everything paused
+  };
+  cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
+    state->repairs->lost(p, offset);
+    // Settle it soon, together with the other partitions a join or an
+    // outage reports in the same moment (one restart for all of them).
+    state->next_check = std::min(state->next_check, state->now() + 100ms);
+    state->settle_soon = true;
+  };
+  cbs.at_end = [state](std::int32_t p, std::int64_t next) {
+    state->flow->at_end(p, next, state->now());
+  };
+  return cbs;
+}
+
 caf::behavior group_member_with(caf::stateful_actor<group_member_state>* self,
                                 context_ptr ctx, std::string consumer_name,
                                 group_member_deps deps) {
@@ -275,30 +249,13 @@ caf::behavior group_member_with(caf::stateful_actor<group_member_state>* self,
   st.repairs.emplace(consumer_name, deps.ledger(), fetch_stall_after);
   st.workers.emplace(self, ctx, consumer_name, deps.worker);
   st.commits.emplace(consumer_name);
-  kafka::group_client::callbacks cbs;
-  auto* state = &st;
-  cbs.assigned = [state](const auto& ps) { state->on_assigned(ps); };
-  cbs.revoked = [state](const auto& ps) { state->on_revoked(ps); };
-  cbs.starts_paused = [state](std::int32_t) {
-    return state->flow->draining(); // a drain keeps everything paused
-  };
-  cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
-    state->repairs->lost(p, offset);
-    // Settle it soon, together with the other partitions a join or an
-    // outage reports in the same moment (one restart for all of them).
-    state->next_check = std::min(state->next_check, clock::now() + 100ms);
-    state->settle_soon = true;
-  };
-  cbs.at_end = [state](std::int32_t p, std::int64_t next) {
-    state->flow->at_end(p, next, clock::now());
-  };
-  st.consumer = deps.client(std::move(cbs));
+  st.consumer = deps.client(member_callbacks(&st));
   st.heard = std::make_shared<announcements>(
     [client = st.consumer.get()] { client->wake(); });
   st.deps = std::move(deps);
   st.assignments.emplace(
     consumer_name, ctx->cfg.kafka.topic,
-    std::chrono::milliseconds(ctx->cfg.kafka.session_timeout_ms));
+    std::chrono::milliseconds(ctx->cfg.kafka.session_timeout_ms), st.now());
   self->set_exit_handler([self](caf::exit_msg& em) {
     auto& st = self->state;
     if (st.stopping) {

@@ -36,7 +36,7 @@ struct group_member_deps {
   /// The process's LISTEN session, for the relays' announcements that let
   /// idle partitions park (kafka.park-idle-ms); unset: they never park.
   /// Throws db_error when the database is out of reach.
-  std::function<std::shared_ptr<persistence::outbox_listener>()> listener;
+  std::function<std::shared_ptr<persistence::announcement_source>()> listener;
 };
 
 group_member_deps production_group_member_deps(const context_ptr& ctx,
@@ -67,13 +67,13 @@ struct group_member_state {
   /// Parking idle partitions: the relays' announcements come in here, from
   /// the listener (held while it is healthy).
   std::shared_ptr<announcements> heard;
-  std::shared_ptr<persistence::outbox_listener> listener;
+  std::shared_ptr<persistence::announcement_source> listener;
   /// The parked count the gauge shows: set when it changes, not per poll.
   std::optional<std::size_t> parked_shown;
-  std::chrono::steady_clock::time_point next_check{};
+  caf::actor_clock::time_point next_check{};
   /// A lost position pulled next_check forward: polls end by then.
   bool settle_soon = false;
-  std::chrono::steady_clock::time_point last_commit{};
+  caf::actor_clock::time_point last_commit{};
   bool closing = false;
   /// Graceful stop: answered once nothing is in flight and the offsets are
   /// committed.
@@ -94,11 +94,11 @@ struct group_member_state {
   void housekeeping();
   /// After every poll: resumes announced partitions, parks idle ones,
   /// rechecks parked ones.
-  void settle_parking(std::chrono::steady_clock::time_point now);
+  void settle_parking(caf::actor_clock::time_point at);
   /// Subscribes to a (new) listener when there is none or it broke.
   void keep_listening();
   /// How long the next poll may block.
-  int poll_timeout_ms(std::chrono::steady_clock::time_point now) const;
+  int poll_timeout_ms(caf::actor_clock::time_point at) const;
   void poll_once();
   void on_done(const record_done& d);
   /// Commits every partition whose applied position moved (or just these);
@@ -112,6 +112,11 @@ struct group_member_state {
   /// and the partition rewound to its committed offset.
   void restart_worker(std::int32_t p);
   void stop(caf::error reason);
+
+  /// The actor clock's time: the steady clock in production, the test
+  /// coordinator's in deterministic tests. Every timed path of the member
+  /// (commits, housekeeping, parking, stalls, restarts) reads this.
+  caf::actor_clock::time_point now() const { return self->clock().now(); }
 
   static inline const char* name = "group-member";
 };

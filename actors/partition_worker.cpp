@@ -190,7 +190,7 @@ partition_worker_state::work(caf::event_based_actor* self) {
       continue;
     auto& rec = pending.front();
     if (auto fail = attempt(rec)) {
-      auto verdict = retries->failed(*fail, rec.offset);
+      auto verdict = retries->failed(*fail, rec.offset, self->clock().now());
       if (!verdict.park) {
         ctx->metrics->add("consumer_retries_total", {{"consumer", consumer}});
         return verdict.wait;

@@ -17,7 +17,7 @@ void partition_workers::start(std::int32_t p) {
   if (i == workers_.end())
     i = workers_.emplace(p, worker{{}, rules_.new_backoff()}).first;
   i->second.actor = spawn_(member_, p);
-  i->second.restarts.began();
+  i->second.restarts.began(member_->clock().now());
 }
 
 void partition_workers::halt(worker& w) {
@@ -58,9 +58,9 @@ partition_workers::crashed(const caf::exit_msg& em) {
       continue;
     w.actor = caf::actor{};
     auto rendered = member_->system().render(em.reason);
-    auto delay = rules_.on_crash("partition",
-                                 consumer_ + " partition " + std::to_string(p),
-                                 em.reason, rendered, w.restarts);
+    auto delay = rules_.on_crash(
+      "partition", consumer_ + " partition " + std::to_string(p), em.reason,
+      rendered, w.restarts, member_->clock().now());
     journal_restart(*ctx_, consumer_ + " p" + std::to_string(p), em.reason,
                     consumer_ + " group member restarts the partition " +
                       std::to_string(p) + " actor after " + rendered +

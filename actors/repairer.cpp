@@ -73,10 +73,9 @@ std::optional<std::string> repairer_state::lost_log(bool advance) {
 std::chrono::milliseconds repairer_state::round() {
   auto interval = std::chrono::milliseconds(ctx->cfg.repair.interval_ms);
   if (!store)
-    store = std::make_unique<persistence::repair_store>(ctx->dsn);
+    store = deps.store();
   if (!probe)
-    probe =
-      std::make_unique<kafka::broker_probe>(ctx->cluster, ctx->cfg.kafka.topic);
+    probe = deps.probe();
   bool was_active = active;
   active = store->hold_repairer_lease();
   if (active != was_active) {
@@ -145,11 +144,31 @@ std::chrono::milliseconds repairer_state::round() {
   return interval;
 }
 
+repairer_deps production_repairer_deps(const context_ptr& ctx) {
+  repairer_deps deps;
+  // Read from the context when called, as the actor did itself.
+  deps.store = [ctx] {
+    return std::make_unique<persistence::repair_store>(ctx->dsn);
+  };
+  deps.probe = [ctx] {
+    return std::make_unique<kafka::broker_probe>(ctx->cluster,
+                                                 ctx->cfg.kafka.topic);
+  };
+  return deps;
+}
+
 caf::behavior repairer(caf::stateful_actor<repairer_state>* self,
                        context_ptr ctx) {
+  auto deps = production_repairer_deps(ctx);
+  return repairer_with(self, std::move(ctx), std::move(deps));
+}
+
+caf::behavior repairer_with(caf::stateful_actor<repairer_state>* self,
+                            context_ptr ctx, repairer_deps deps) {
   log_crashes(self, "repairer");
   name_blocking_thread(self, "repairer");
   self->state.ctx = std::move(ctx);
+  self->state.deps = std::move(deps);
   return round_loop(self);
 }
 

@@ -6,12 +6,24 @@
 
 #include <caf/all.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
 namespace ef {
+
+/// What a repairer is built from. Production: the database's repair store
+/// and a broker probe over the cluster (production_repairer_deps);
+/// deterministic actor tests give fakes. `probe` is called again for a
+/// fresh client after the broker could not answer.
+struct repairer_deps {
+  std::function<std::unique_ptr<persistence::broker_epochs>()> store;
+  std::function<std::unique_ptr<kafka::log_probe>()> probe;
+};
+
+repairer_deps production_repairer_deps(const context_ptr& ctx);
 
 /// Keeps the broker honest against the outbox, the source of truth.
 ///
@@ -29,8 +41,9 @@ namespace ef {
 /// "maintenance".
 struct repairer_state {
   context_ptr ctx;
-  std::unique_ptr<persistence::repair_store> store;
-  std::unique_ptr<kafka::broker_probe> probe;
+  repairer_deps deps;
+  std::unique_ptr<persistence::broker_epochs> store;
+  std::unique_ptr<kafka::log_probe> probe;
   bool active = false;
   /// Rounds since this repairer became active: the database's side of the
   /// checks runs on some rounds only (see repairer.cpp), so an idle system
@@ -58,5 +71,9 @@ struct repairer_state {
 
 caf::behavior repairer(caf::stateful_actor<repairer_state>* self,
                        context_ptr ctx);
+
+/// The same actor, built from `deps`.
+caf::behavior repairer_with(caf::stateful_actor<repairer_state>* self,
+                            context_ptr ctx, repairer_deps deps);
 
 } // namespace ef

@@ -9,6 +9,7 @@ namespace ef {
 /// asks before each restart; `false` means escalate (fail the supervisor).
 class restart_policy {
 public:
+  /// The actor clock's time (caf::actor_clock::time_point).
   using clock = std::chrono::steady_clock;
 
   restart_policy(int max_restarts, std::chrono::seconds window)
@@ -16,8 +17,9 @@ public:
     // nop
   }
 
-  /// Records a restart now; returns false if that exceeds the intensity.
-  bool allow(clock::time_point now = clock::now()) {
+  /// Records a restart at `now` (the supervising actor's clock); returns
+  /// false if that exceeds the intensity.
+  bool allow(clock::time_point now) {
     while (!recent_.empty() && now - recent_.front() > window_)
       recent_.pop_front();
     recent_.push_back(now);

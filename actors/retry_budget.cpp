@@ -13,11 +13,12 @@ retry_budget::retry_budget(const config::settings& cfg, std::string who)
   // nop
 }
 
-retry_budget::verdict retry_budget::failed(const failure& why,
-                                           std::int64_t offset) {
+retry_budget::verdict
+retry_budget::failed(const failure& why, std::int64_t offset,
+                     config::backoff::clock::time_point now) {
   // Exponential, with jitter, so retries of many partitions after one
   // outage do not arrive in lockstep.
-  auto wait = wait_.failed();
+  auto wait = wait_.failed(now);
   if (first_failure_at_.empty())
     first_failure_at_ = now_rfc3339();
   if (why.outage) {

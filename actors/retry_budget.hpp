@@ -25,7 +25,9 @@ public:
     bool park = false;                 ///< else retry after `wait`
     std::chrono::milliseconds wait{0}; ///< before the next attempt
   };
-  verdict failed(const failure& why, std::int64_t offset);
+  /// `now`: the partition actor's clock (caf::actor_clock).
+  verdict failed(const failure& why, std::int64_t offset,
+                 config::backoff::clock::time_point now);
 
   /// The front record is through: the next one starts afresh.
   void succeeded(std::int64_t offset);

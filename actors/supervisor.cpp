@@ -12,7 +12,7 @@ namespace ef {
 
 void supervisor_state::start(size_t index) {
   auto& c = children[index];
-  c.restarts.began();
+  c.restarts.began(self->clock().now());
   c.current = c.spec.spawn(self);
   report_down();
 }
@@ -67,7 +67,8 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
     }
     c.last_crash = em.reason;
     auto delay = rules->on_crash(c.spec.kind, c.spec.name, em.reason,
-                                 self->system().render(em.reason), c.restarts);
+                                 self->system().render(em.reason), c.restarts,
+                                 self->clock().now());
     self->delayed_send(self, delay, restart_atom::value,
                        static_cast<std::uint64_t>(i));
     return true;

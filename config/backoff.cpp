@@ -20,7 +20,7 @@ void backoff::succeeded() {
 }
 
 std::chrono::milliseconds backoff::failed(clock::time_point now) {
-  if (began_ != clock::time_point{} && now - began_ >= policy_.reset_after)
+  if (began_ && now - *began_ >= policy_.reset_after)
     failures_ = 0; // it was healthy: a new run of failures
   auto exponent = std::min(failures_++, 30);
   auto base = std::max<long long>(policy_.base.count(), 0);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <random>
 
 namespace ef::config {
@@ -29,8 +30,14 @@ struct backoff_policy {
 
 /// The backoff state of one thing that fails and tries again. Not
 /// thread-safe: one owner.
+///
+/// Time comes in from the owner: an actor passes its actor clock's now
+/// (`self->clock().now()`, the same steady clock in production, the test
+/// coordinator's clock in deterministic tests), so a healthy spell is
+/// measured on the clock that schedules the actor's delayed messages.
 class backoff {
 public:
+  /// The actor clock's time (caf::actor_clock::time_point).
   using clock = std::chrono::steady_clock;
 
   /// `seed` fixes the jitter (tests); by default it is random.
@@ -39,14 +46,18 @@ public:
 
   /// An attempt (a start, a run) began at `now`: if it is still healthy
   /// policy.reset_after later, its next failure starts a new run.
-  void began(clock::time_point now = clock::now());
+  void began(clock::time_point now);
 
   /// The attempt succeeded: the next failure starts a new run.
   void succeeded();
 
   /// Records a failure at `now`; returns how long to wait before the next
   /// attempt.
-  std::chrono::milliseconds failed(clock::time_point now = clock::now());
+  std::chrono::milliseconds failed(clock::time_point now);
+  /// The same at the steady clock's now, for an owner with no actor clock
+  /// (a thread of its own) or one that never calls began() (no healthy
+  /// spell to measure, so the time does not matter).
+  std::chrono::milliseconds failed() { return failed(clock::now()); }
 
   /// Failures in the current run (0 after a success or a healthy spell).
   int failures_in_a_row() const { return failures_; }
@@ -57,7 +68,7 @@ private:
   backoff_policy policy_;
   std::mt19937_64 rng_;
   int failures_ = 0;
-  clock::time_point began_{};
+  std::optional<clock::time_point> began_;
 };
 
 struct settings;

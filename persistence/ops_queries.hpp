@@ -19,14 +19,23 @@ struct ops_rows {
 
 class session;
 
+/// Where the gauge sampler reads its snapshot: ops_reader, or a fake in
+/// deterministic actor tests.
+class ops_source {
+public:
+  virtual ~ops_source() = default;
+  /// Throws db_error.
+  virtual ops_rows read() = 0;
+};
+
 /// Reads the snapshot over one connection it keeps (reopened after it
 /// broke), for a caller that reads every second. Not thread-safe.
-class ops_reader {
+class ops_reader : public ops_source {
 public:
   explicit ops_reader(const std::string& dsn);
-  ~ops_reader();
+  ~ops_reader() override;
   /// Throws db_error. Cheap: index-backed counts.
-  ops_rows read();
+  ops_rows read() override;
 
 private:
   std::unique_ptr<session> db_;

@@ -31,6 +31,19 @@ public:
   virtual void epoch_began() {}
 };
 
+/// Where a group member hears the relays' announcements and new epochs:
+/// the process's LISTEN session (outbox_listener), or a fake in
+/// deterministic actor tests.
+class announcement_source {
+public:
+  virtual ~announcement_source() = default;
+  /// False once the session broke.
+  virtual bool healthy() const = 0;
+  /// `sink` hears every announcement and every new epoch from now on, while
+  /// it lives.
+  virtual void subscribe(std::weak_ptr<published_sink> sink) = 0;
+};
+
 /// One LISTEN session for the outbox channels of every relay shard of a
 /// process, for the relays' announcements (outbox_published_channel) and
 /// for new broker epochs (broker_epoch_channel). A
@@ -44,10 +57,10 @@ public:
 /// session breaks, every waiter learns it (await throws): the relays crash
 /// and restart as they did when their own LISTEN session broke, and get a
 /// new listener (listener_slot). Throws db_error.
-class outbox_listener {
+class outbox_listener : public announcement_source {
 public:
   outbox_listener(const std::string& dsn, int shards);
-  ~outbox_listener();
+  ~outbox_listener() override;
   outbox_listener(const outbox_listener&) = delete;
   outbox_listener& operator=(const outbox_listener&) = delete;
 
@@ -56,12 +69,8 @@ public:
   /// Throws db_error (unavailable) once the session broke.
   bool await(int shard, std::chrono::milliseconds timeout);
 
-  /// False once the session broke.
-  bool healthy() const;
-
-  /// `sink` hears every announcement and every new epoch from now on, while
-  /// it lives.
-  void subscribe(std::weak_ptr<published_sink> sink);
+  bool healthy() const override;
+  void subscribe(std::weak_ptr<published_sink> sink) override;
 
 private:
   struct impl;

@@ -1,14 +1,21 @@
 // The group member as an actor, deterministically: its Kafka client, its
-// partition actors and its gap ledger are fakes, and the test coordinator
-// runs one message at a time. What it pins down: pause at
+// partition actors, its gap ledger and its LISTEN session are fakes, and the
+// test coordinator runs one message at a time; the member reads the actor
+// clock, which moves only when a test moves it. What it pins down: pause at
 // consumer.max-in-flight, resume at half, offsets committed only after the
 // partition actor reported them done, a crashed partition actor restarted
-// after its backoff and its partition rewound to the committed offset, and
-// a drain answered once nothing is in flight.
+// after its backoff and its partition rewound to the committed offset, a
+// drain answered once nothing is in flight, parking (an idle partition at
+// its end pauses after kafka.park-idle-ms, an announcement resumes it, a
+// broken listener unparks all), the fetch watchdog (a partition fed nothing
+// for 10 s with records on the broker is restarted where its applied
+// records end; an idle one is not), and a revoke (the partition's actor is
+// stopped, what it applied is committed and nothing past it).
 
 #include "actors/group_member.hpp"
 #include "messages/tree_messages.hpp"
 #include "tests/support/actor_fixture.hpp"
+#include "tests/support/caf_dsl.hpp"
 #include <eventforge/messages/atoms.hpp>
 
 #include <catch2/catch.hpp>
@@ -35,6 +42,13 @@ struct fake_client : kafka::group_client {
     std::vector<std::int32_t> lose_next_poll;
     /// How many polls came before the last restart_at.
     std::size_t restarted_after_polls = 0;
+    /// The next poll reports these partitions revoked.
+    std::vector<std::int32_t> revoke_next_poll;
+    /// The next poll reports these partitions read to their end (partition,
+    /// next offset).
+    std::vector<std::pair<std::int32_t, std::int64_t>> at_end_next_poll;
+    /// The broker's log start and end per partition ({0, 0} if not set).
+    std::map<std::int32_t, watermarks> marks;
   };
   std::shared_ptr<shared> s;
 
@@ -44,6 +58,10 @@ struct fake_client : kafka::group_client {
     s->poll_timeouts.push_back(timeout_ms);
     for (auto p : std::exchange(s->lose_next_poll, {}))
       s->cbs.position_lost(p, -1);
+    if (auto parts = std::exchange(s->revoke_next_poll, {}); !parts.empty())
+      s->cbs.revoked(parts);
+    for (auto [p, next] : std::exchange(s->at_end_next_poll, {}))
+      s->cbs.at_end(p, next);
     if (!s->assign_next_poll.empty()) {
       auto parts = std::exchange(s->assign_next_poll, {});
       s->cbs.assigned(parts);
@@ -74,12 +92,15 @@ struct fake_client : kafka::group_client {
     s->calls.push_back("seek " + std::to_string(p) + "@" +
                        std::to_string(offset));
   }
-  void restart_at(const std::map<std::int32_t, std::int64_t>&,
+  void restart_at(const std::map<std::int32_t, std::int64_t>& at,
                   const std::set<std::int32_t>&) override {
     s->calls.push_back("restart_at");
+    for (auto& [p, o] : at)
+      s->calls.push_back("restart_at " + std::to_string(p) + "@" +
+                         std::to_string(o));
     s->restarted_after_polls = s->poll_timeouts.size();
   }
-  watermarks query_watermarks(std::int32_t) override { return {0, 0}; }
+  watermarks query_watermarks(std::int32_t p) override { return s->marks[p]; }
   void pause(std::int32_t p) override {
     s->paused.insert(p);
     s->calls.push_back("pause " + std::to_string(p));
@@ -88,7 +109,23 @@ struct fake_client : kafka::group_client {
     s->paused.erase(p);
     s->calls.push_back("resume " + std::to_string(p));
   }
+  void resume_at_once(std::int32_t p, std::int64_t offset) override {
+    s->paused.erase(p);
+    s->calls.push_back("resume_at_once " + std::to_string(p) + "@" +
+                       std::to_string(offset));
+  }
   void close() override {}
+};
+
+/// The process's LISTEN session: healthy until a test breaks it; the sink
+/// the member subscribed is where a test announces a relay's publish.
+struct fake_listener : persistence::announcement_source {
+  bool ok = true;
+  std::weak_ptr<persistence::published_sink> sink;
+  bool healthy() const override { return ok; }
+  void subscribe(std::weak_ptr<persistence::published_sink> s) override {
+    sink = std::move(s);
+  }
 };
 
 struct fake_ledger : gap_ledger {
@@ -142,11 +179,20 @@ struct member_fixture : test::actor_fixture {
   std::shared_ptr<held_records> workers = std::make_shared<held_records>();
   caf::actor member;
 
-  explicit member_fixture(int max_in_flight) {
+  context_ptr ctx;
+  /// Every listener the member asked for (parking), the newest last.
+  std::shared_ptr<std::vector<std::shared_ptr<fake_listener>>> listeners =
+    std::make_shared<std::vector<std::shared_ptr<fake_listener>>>();
+
+  /// `with_listener`: the member parks idle partitions (kafka.park-idle-ms
+  /// 500, recheck after a minute) on announcements from a fake listener.
+  explicit member_fixture(int max_in_flight, bool with_listener = false) {
     auto cfg = config::settings{};
     cfg.consumer.max_in_flight = max_in_flight;
     cfg.supervisor.restart_backoff_ms = 10;
-    auto ctx = make_context(cfg);
+    cfg.kafka.park_idle_ms = 500;
+    cfg.kafka.park_recheck_ms = 60000;
+    ctx = make_context(cfg);
     group_member_deps deps;
     auto c = client;
     deps.client = [c](kafka::group_client::callbacks cbs) {
@@ -161,6 +207,11 @@ struct member_fixture : test::actor_fixture {
       return a;
     };
     deps.ledger = [] { return std::make_unique<fake_ledger>(); };
+    if (with_listener)
+      deps.listener = [ls = listeners] {
+        ls->push_back(std::make_shared<fake_listener>());
+        return ls->back();
+      };
     member =
       sys().spawn(group_member_with, ctx, std::string("test"), std::move(deps));
     client->assign_next_poll = {0};
@@ -168,6 +219,12 @@ struct member_fixture : test::actor_fixture {
   }
 
   ~member_fixture() { caf::anon_send_exit(member, caf::exit_reason::kill); }
+
+  /// Moves the actor clock on by `d` and lets the member poll a while.
+  void later(caf::timespan d) {
+    sched().clock().current_time += d;
+    run(20);
+  }
 
   bool called(const std::string& call) const {
     return std::find(client->calls.begin(), client->calls.end(), call) !=
@@ -320,12 +377,139 @@ TEST_CASE("a_lost_position_shortens_the_member_s_polls_until_it_is_settled") {
   bool settled_first =
     f.called("restart_at") && f.client->restarted_after_polls <= before + 1;
   CHECK((f.client->poll_timeouts[before + 1] <= 100 || settled_first));
-  // Once settled, idle polls are idle again. The member reads the steady
-  // clock, so the settle comes after 100 ms of real time.
-  auto give_up = std::chrono::steady_clock::now() + 10s;
-  while (!f.called("restart_at") && std::chrono::steady_clock::now() < give_up)
-    f.run(100);
-  REQUIRE(f.called("restart_at"));
+  // Once settled, idle polls are idle again. The member reads the actor
+  // clock: the settle comes once the test clock passed the 100 ms.
+  f.sched().clock().current_time += 100ms;
+  REQUIRE(f.run_until([&] { return f.called("restart_at"); }, 100));
   f.run(5);
   CHECK(f.client->poll_timeouts.back() == 250);
+}
+
+namespace {
+
+double parked_gauge(const member_fixture& f) {
+  auto all = f.ctx->metrics->positive_gauges("consumer_partitions_parked");
+  auto i = all.find(
+    telemetry::key("consumer_partitions_parked", {{"consumer", "test"}}));
+  return i == all.end() ? 0.0 : i->second;
+}
+
+/// Partition 0 read to its end (next offset 3) at the current time.
+void read_to_the_end(member_fixture& f) {
+  REQUIRE(f.listeners->size() == 1); // subscribed at the first housekeeping
+  f.client->at_end_next_poll = {{0, 3}};
+  REQUIRE(f.run_until([&] { return f.client->at_end_next_poll.empty(); }));
+  f.run(20);
+}
+
+} // namespace
+
+TEST_CASE("an_idle_partition_at_its_end_parks_after_kafka_park_idle_ms_and_a_"
+          "relay_s_announcement_resumes_it_at_once") {
+  member_fixture f(100, true);
+  f.run(20);
+  read_to_the_end(f);
+  f.later(499ms);
+  {
+    INFO("at its end for 499 ms: still fetching");
+    CAPTURE(f.client->calls);
+    CHECK_FALSE(f.called("pause 0"));
+  }
+  f.later(1ms);
+  {
+    INFO("at its end for 500 ms, nothing announced past it: parked");
+    CAPTURE(f.client->calls);
+    CHECK(f.called("pause 0"));
+    CHECK(parked_gauge(f) == 1);
+  }
+  auto sink = f.listeners->back()->sink.lock();
+  REQUIRE(sink != nullptr);
+  sink->published(0, 3); // on the listener's thread in production
+  f.run(20);
+  INFO("a record at offset 3 was announced: resumed at its end at once");
+  CAPTURE(f.client->calls);
+  CHECK(f.called("resume_at_once 0@3"));
+  CHECK(parked_gauge(f) == 0);
+}
+
+TEST_CASE("a_listener_that_broke_unparks_every_parked_partition_and_the_member_"
+          "listens_on_a_new_one") {
+  member_fixture f(100, true);
+  f.run(20);
+  read_to_the_end(f);
+  f.later(500ms);
+  REQUIRE(f.called("pause 0"));
+  f.listeners->back()->ok = false;
+  f.later(1s); // the next housekeeping, a second after the first
+  INFO("the listener broke while partition 0 was parked: announcements may "
+       "have been missed, so it is fetched again and a new listener taken");
+  CAPTURE(f.client->calls);
+  CHECK(f.called("resume_at_once 0@3"));
+  CHECK(f.listeners->size() == 2);
+  CHECK(parked_gauge(f) == 0);
+}
+
+TEST_CASE("a_partition_fed_nothing_for_10_s_while_the_broker_holds_records_"
+          "past_it_has_its_fetch_restarted_at_its_committed_offset") {
+  member_fixture f(100);
+  f.client->committed_offsets[0] = 2;
+  f.client->marks[0] = {0, 5};
+  f.run(20);
+  f.later(9s);
+  {
+    INFO("fed nothing for 9 s: not yet a stall");
+    CAPTURE(f.client->calls);
+    CHECK_FALSE(f.called("restart_at"));
+  }
+  f.later(1s);
+  INFO("fed nothing for 10 s, offsets 2..5 on the broker, nothing in flight: "
+       "stalled, and restarted at the committed offset 2");
+  CAPTURE(f.client->calls);
+  CHECK(f.called("restart_at 0@2"));
+  CHECK(f.ctx->metrics->sum("consumer_fetch_stalls_total") == 1);
+}
+
+TEST_CASE("a_partition_fed_nothing_whose_log_ends_where_it_stands_is_idle_not_"
+          "stalled") {
+  member_fixture f(100);
+  f.client->committed_offsets[0] = 2;
+  f.client->marks[0] = {0, 2};
+  f.run(20);
+  f.later(10s);
+  f.later(10s);
+  INFO("20 s unfed, but the log ends at 2 where it stands: nothing to read");
+  CAPTURE(f.client->calls);
+  CHECK_FALSE(f.called("restart_at"));
+  CHECK(f.ctx->metrics->sum("consumer_fetch_stalls_total") == 0);
+}
+
+TEST_CASE("a_revoked_partition_s_actor_is_stopped_and_what_it_applied_is_"
+          "committed_and_nothing_past_it") {
+  member_fixture f(100);
+  for (int i = 0; i < 4; ++i)
+    f.client->records.push_back(record(0, i));
+  REQUIRE(f.run_until([&] { return f.workers->held[0].size() == 4; }));
+  f.one_done();
+  f.one_done(); // offsets 0 and 1 applied; 2 and 3 still in the actor
+  auto worker = f.workers->actors[0];
+  f.client->revoke_next_poll = {0};
+  REQUIRE(f.run_until([&] { return f.client->revoke_next_poll.empty(); }));
+  auto& sched = f.sched();
+  // The old actor finishes offset 2 after the revoke: its report is not
+  // the member's any more, and the new owner reads offset 2 again.
+  caf::send_as(worker, f.member, record_done{0, 2, "k", "", ""});
+  expect((poll_atom), from(f.member).to(f.member)); // queued before it
+  expect((record_done), from(worker).to(f.member).with(_));
+  // The revoke stopped the partition's actor.
+  expect((caf::exit_msg), from(f.member).to(worker).with(_));
+  f.run(50);
+  {
+    INFO("offsets 0 and 1 were applied: committed up to 2, never past it");
+    CAPTURE(f.client->calls);
+    CHECK(f.called("commit 0@2"));
+    CHECK_FALSE(f.called("commit 0@3"));
+    CHECK_FALSE(f.called("commit 0@4"));
+  }
+  INFO("no new actor for a partition the member no longer owns");
+  CHECK(f.workers->spawned == 1);
 }
