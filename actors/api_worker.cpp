@@ -18,42 +18,7 @@ namespace ef {
 
 namespace {
 
-/// Maps a database failure to the API's error, logging the cause once.
-/// Every answer but in_doubt's is a fact: nothing was written.
-caf::error to_api_error(const persistence::db_error& e, const char* what) {
-  using persistence::db_errc;
-  ef::log::warn("api: {} failed ({}): {}", what, to_string(e.code()), e.what());
-  switch (e.code()) {
-  case db_errc::in_doubt:
-    return make_api_error(api_errc::outcome_unknown,
-                          "database connection lost during commit; the "
-                          "outcome is unknown");
-  case db_errc::unavailable:
-    return make_api_error(api_errc::unavailable,
-                          "database unavailable; nothing was written");
-  case db_errc::transient:
-    return make_api_error(api_errc::unavailable,
-                          "the database could not commit it in time (a "
-                          "lock, a timeout or a conflict); nothing was "
-                          "written");
-  case db_errc::permanent:
-  case db_errc::none: // not thrown: a db_error is a failure
-    break;
-  }
-  return make_api_error(api_errc::internal, "database rejected the write");
-}
-
 using unix_ms = std::int64_t;
-
-unix_ms now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
-
-unix_ms deadline_of(const api_worker_state::pending_write& p) {
-  return std::visit([](auto& c) { return c.deadline_unix_ms; }, p.cmd);
-}
 
 using deadline = std::optional<std::chrono::system_clock::time_point>;
 
@@ -68,7 +33,7 @@ deadline
 earliest_deadline(const std::vector<api_worker_state::pending_write>& batch) {
   unix_ms earliest = 0;
   for (auto& p : batch)
-    if (auto d = deadline_of(p); d > 0 && (earliest == 0 || d < earliest))
+    if (auto d = p.deadline(); d > 0 && (earliest == 0 || d < earliest))
       earliest = d;
   return as_deadline(earliest);
 }
@@ -113,18 +78,13 @@ api_worker_state::outcome run(persistence::order_writer& w,
   return w.cancel(c.order_id, c.traceparent);
 }
 
-const char* what_of(const api_worker_state::pending_write& p) {
-  return std::holds_alternative<create_order>(p.cmd) ? "create order"
-                                                     : "cancel order";
-}
-
 } // namespace
 
 size_t api_worker_state::refuse_late(std::vector<pending_write>& batch) {
-  auto now = now_unix_ms();
+  auto now = deps.now_unix_ms();
   auto late = std::stable_partition(batch.begin(), batch.end(),
                                     [now](const pending_write& p) {
-                                      auto d = deadline_of(p);
+                                      auto d = p.deadline();
                                       return d == 0 || d > now;
                                     });
   size_t refused = 0;
@@ -197,7 +157,7 @@ void api_worker_state::flush() {
       outcome o;
       try {
         store->write([&](persistence::order_writer& w) { o = run(w, p); },
-                     as_deadline(deadline_of(p)));
+                     as_deadline(p.deadline()));
       } catch (const persistence::db_error& one) {
         p.reply.deliver(failure_of(p, one));
         continue;
@@ -214,68 +174,6 @@ void api_worker_state::flush() {
     answer(batch[i], results[i]);
 }
 
-caf::error api_worker_state::failure_of(const pending_write& p,
-                                        const persistence::db_error& e) {
-  auto d = deadline_of(p);
-  if (e.code() == persistence::db_errc::transient && d > 0 &&
-      d <= now_unix_ms()) {
-    // Cancelled by its statement_timeout, or rolled back before COMMIT
-    // (order_store::write): its deadline is why it was not written.
-    ctx->metrics->add("api_commands_expired_total", {});
-    ef::log::info("api: {} not written: its deadline passed ({})", what_of(p),
-                  e.what());
-    return make_api_error(api_errc::unavailable,
-                          "its deadline passed before it could be "
-                          "committed (the database was busy or locked); "
-                          "nothing was written");
-  }
-  return to_api_error(e, what_of(p));
-}
-
-void api_worker_state::answer(pending_write& p, const outcome& o) {
-  if (auto* c = std::get_if<cancel_order>(&p.cmd)) {
-    auto& r = std::get<persistence::cancel_result>(o);
-    switch (r.outcome) {
-    case persistence::cancel_result::not_found:
-      p.reply.deliver(
-        make_api_error(api_errc::not_found, "no such order", "order_id"));
-      return;
-    case persistence::cancel_result::already_cancelled:
-      p.reply.deliver(make_api_error(api_errc::conflict,
-                                     "order already cancelled", "order_id"));
-      return;
-    case persistence::cancel_result::cancelled:
-      break;
-    }
-    event_log::hop("committed", c->order_id, r.event_id, c->traceparent,
-                   {{"event_type", "OrderCancelled"}});
-    p.reply.deliver(cancel_accepted{c->order_id, r.event_id});
-    return;
-  }
-  auto& cmd = std::get<create_order>(p.cmd);
-  auto& r = std::get<persistence::create_result>(o);
-  if (r.outcome == persistence::create_result::key_conflict) {
-    p.reply.deliver(make_api_error(api_errc::conflict,
-                                   "Idempotency-Key was already used with a "
-                                   "different request body",
-                                   "Idempotency-Key"));
-    return;
-  }
-  bool replayed = r.outcome == persistence::create_result::replayed;
-  event_log::hop(replayed ? "replayed" : "committed", r.order_id, r.event_id,
-                 cmd.traceparent);
-  // The window where the client never sees the reply: its keyed retry must
-  // get the same order back.
-  if (!replayed)
-    ctx->faults->check(
-      crash_point::api_after_commit_before_reply,
-      chaos_key(cmd.traceparent, order_created_type, r.event_id),
-      {r.order_id, r.event_id, ""});
-  ctx->metrics->add("api_orders_total",
-                    {{"outcome", replayed ? "replayed" : "created"}});
-  p.reply.deliver(order_accepted{r.order_id, r.event_id, r.status, replayed});
-}
-
 caf::result<order_view> api_worker_state::view(const get_order& cmd) {
   if (!is_uuid(cmd.order_id))
     return make_api_error(api_errc::not_found, "no such order", "order_id");
@@ -289,15 +187,36 @@ caf::result<order_view> api_worker_state::view(const get_order& cmd) {
   }
 }
 
+api_worker_deps production_api_worker_deps(const context_ptr& ctx) {
+  api_worker_deps deps;
+  deps.store = [dsn = ctx->dsn, shards = ctx->cfg.relay.shards] {
+    return std::make_unique<persistence::order_store>(dsn, shards);
+  };
+  deps.now_unix_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+  };
+  return deps;
+}
+
 api_worker_actor::behavior_type
 api_worker(api_worker_actor::stateful_pointer<api_worker_state> self,
            context_ptr ctx) {
+  auto deps = production_api_worker_deps(ctx);
+  return api_worker_with(self, std::move(ctx), std::move(deps));
+}
+
+api_worker_actor::behavior_type
+api_worker_with(api_worker_actor::stateful_pointer<api_worker_state> self,
+                context_ptr ctx, api_worker_deps deps) {
   // The store connects lazily, so a worker starts even while the database is
   // down and answers 503 until it is back.
   log_crashes(self, "api");
   name_blocking_thread(self, "api");
   self->state.self = self;
-  self->state.store.emplace(ctx->dsn, ctx->cfg.relay.shards);
+  self->state.store = deps.store();
+  self->state.deps = std::move(deps);
   self->state.ctx = std::move(ctx);
   return {
     [=](create_order& cmd) -> caf::result<order_accepted> {

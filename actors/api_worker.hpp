@@ -9,12 +9,27 @@
 
 #include <caf/all.hpp>
 
+#include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 namespace ef {
+
+/// What an API worker is built from: its order store and the wall clock
+/// that deadlines are compared with (production_api_worker_deps), or fakes
+/// in deterministic actor tests. The store is made when the worker starts;
+/// it connects lazily, so a worker starts even while the database is down.
+struct api_worker_deps {
+  std::function<std::unique_ptr<persistence::order_book>()> store;
+  /// Now, in milliseconds since the Unix epoch (the unit of deadlines).
+  std::function<std::int64_t()> now_unix_ms;
+};
+
+api_worker_deps production_api_worker_deps(const context_ptr& ctx);
 
 /// One API worker: executes order commands against its own connection.
 /// Creates and cancels that arrive while a transaction runs are gathered and
@@ -31,13 +46,19 @@ struct api_worker_state {
     /// "nothing was written" while it waits, "outcome unknown" once its
     /// transaction began (flush).
     kept_promise reply;
+
+    /// When its sender stops waiting, in ms since the Unix epoch; 0: never.
+    std::int64_t deadline() const {
+      return std::visit([](auto& c) { return c.deadline_unix_ms; }, cmd);
+    }
   };
   using outcome =
     std::variant<persistence::create_result, persistence::cancel_result>;
 
   api_worker_actor::pointer self = nullptr;
   context_ptr ctx;
-  std::optional<persistence::order_store> store;
+  api_worker_deps deps;
+  std::unique_ptr<persistence::order_book> store;
   std::vector<pending_write> pending;
   bool flush_scheduled = false;
 
@@ -58,5 +79,14 @@ struct api_worker_state {
 api_worker_actor::behavior_type
 api_worker(api_worker_actor::stateful_pointer<api_worker_state> self,
            context_ptr ctx);
+
+/// The same actor, built from `deps`.
+api_worker_actor::behavior_type
+api_worker_with(api_worker_actor::stateful_pointer<api_worker_state> self,
+                context_ptr ctx, api_worker_deps deps);
+
+/// Maps a database failure to the API's error, logging the cause once.
+/// Every answer but in_doubt's is a fact: nothing was written.
+caf::error to_api_error(const persistence::db_error& e, const char* what);
 
 } // namespace ef

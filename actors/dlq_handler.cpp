@@ -106,8 +106,8 @@ std::string to_json(const persistence::dlq_entry& e) {
 void dlq_handler_state::poll_once() {
   // Errors of one join arrive one per poll: gather them for a moment, then
   // restart them together.
-  if (!lost.empty() && std::chrono::steady_clock::now() - lost_since >
-                         std::chrono::milliseconds(100)) {
+  if (!lost.empty() &&
+      clock->now() - lost_since > std::chrono::milliseconds(100)) {
     // The DLQ topic is a copy: each entry was stored in dlq_events by its
     // consumer before that consumer's offset moved. Losing DLQ records loses
     // nothing, so reread what is left; storing an entry twice is a no-op.
@@ -145,7 +145,7 @@ void dlq_handler_state::poll_once() {
 }
 
 void dlq_handler_state::sweep_replays() {
-  auto now = std::chrono::steady_clock::now();
+  auto now = clock->now();
   if (now < next_sweep)
     return;
   // Both are safety nets (a replay gets its whole delivery timeout before
@@ -220,28 +220,53 @@ caf::result<dlq_reply> dlq_handler_state::execute(const dlq_command& cmd) {
   return make_api_error(api_errc::invalid, "unknown DLQ command", "verb");
 }
 
-dlq_handler_actor::behavior_type
-dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
-            context_ptr ctx) {
-  log_crashes(self, "dlq handler");
-  name_blocking_thread(self, "dlq");
-  auto& st = self->state;
-  st.ops = std::make_unique<dlq_operations>(
-    ctx->dsn, ctx->cluster, ctx->cfg.kafka.delivery_timeout_ms, ctx->faults);
-  kafka::group_consumer::callbacks cbs;
-  auto* state = &st;
-  cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
-    if (state->lost.empty())
-      state->lost_since = std::chrono::steady_clock::now();
-    state->lost[p] = offset;
+dlq_handler_deps production_dlq_handler_deps(const context_ptr& ctx) {
+  dlq_handler_deps deps;
+  deps.store = [dsn = ctx->dsn] {
+    return std::make_unique<persistence::dlq_store>(dsn);
   };
+  deps.producer =
+    [cluster = ctx->cluster,
+     timeout = ctx->cfg.kafka.delivery_timeout_ms](const std::string& topic) {
+      return std::make_unique<kafka::outbox_producer>(cluster, topic, timeout,
+                                                      "eventforge-dlq-replay");
+    };
   // A parked event waits for an operator, not for milliseconds: the DLQ is
   // fetched with its own, long wait (on the in-process broker an empty
   // fetch is answered only after it; 5 ms cost 200 idle fetches a second).
-  st.consumer = std::make_unique<kafka::group_consumer>(
-    ctx->cluster, "eventforge.dlq", config::dlq_topic_of(ctx->cfg),
-    ctx->cfg.kafka.session_timeout_ms, ctx->cfg.kafka.dlq_fetch_wait_ms,
-    std::move(cbs));
+  deps.consumer = [ctx](kafka::group_client::callbacks cbs) {
+    return std::make_unique<kafka::group_consumer>(
+      ctx->cluster, "eventforge.dlq", config::dlq_topic_of(ctx->cfg),
+      ctx->cfg.kafka.session_timeout_ms, ctx->cfg.kafka.dlq_fetch_wait_ms,
+      std::move(cbs));
+  };
+  return deps;
+}
+
+dlq_handler_actor::behavior_type
+dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
+            context_ptr ctx) {
+  auto deps = production_dlq_handler_deps(ctx);
+  return dlq_handler_with(self, std::move(ctx), std::move(deps));
+}
+
+dlq_handler_actor::behavior_type
+dlq_handler_with(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
+                 context_ptr ctx, dlq_handler_deps deps) {
+  log_crashes(self, "dlq handler");
+  name_blocking_thread(self, "dlq");
+  auto& st = self->state;
+  st.clock = &self->clock();
+  st.ops = std::make_unique<dlq_operations>(
+    deps.store(), std::move(deps.producer), ctx->faults);
+  kafka::group_client::callbacks cbs;
+  auto* state = &st;
+  cbs.position_lost = [state](std::int32_t p, std::int64_t offset) {
+    if (state->lost.empty())
+      state->lost_since = state->clock->now();
+    state->lost[p] = offset;
+  };
+  st.consumer = deps.consumer(std::move(cbs));
   st.ctx = std::move(ctx);
   self->send(self, poll_atom::value);
   return {

@@ -9,10 +9,24 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 
 namespace ef {
+
+/// What a DLQ handler is built from: its store, the producers of replays
+/// and the DLQ topic's consumer (production_dlq_handler_deps), or fakes in
+/// deterministic actor tests. All are made when the handler starts.
+struct dlq_handler_deps {
+  std::function<std::unique_ptr<persistence::dlq_records>()> store;
+  dlq_operations::producer_factory producer;
+  std::function<std::unique_ptr<kafka::group_client>(
+    kafka::group_client::callbacks)>
+    consumer;
+};
+
+dlq_handler_deps production_dlq_handler_deps(const context_ptr& ctx);
 
 /// Consumes the DLQ topic into dlq_events (deduplicated by consumer + event
 /// ID; a late copy never re-parks an entry an operator already replayed),
@@ -23,15 +37,18 @@ namespace ef {
 struct dlq_handler_state {
   context_ptr ctx;
   std::unique_ptr<dlq_operations> ops;
-  std::unique_ptr<kafka::group_consumer> consumer;
+  std::unique_ptr<kafka::group_client> consumer;
+  /// The actor system's clock: the steady clock in production, the test
+  /// coordinator's in deterministic tests (time moves only when they say).
+  caf::actor_clock* clock = nullptr;
   /// DLQ partitions whose position the broker no longer holds.
   std::map<std::int32_t, std::int64_t> lost;
-  std::chrono::steady_clock::time_point lost_since{};
-  std::chrono::steady_clock::time_point next_sweep{};
+  caf::actor_clock::time_point lost_since{};
+  caf::actor_clock::time_point next_sweep{};
 
   void poll_once();
-  /// Once a second: republishes and marks replays older than their
-  /// delivery timeout that are still "replaying".
+  /// Every 5 s (the first time at start): republishes and marks replays older
+  /// than their delivery timeout that are still "replaying".
   void sweep_replays();
   caf::result<dlq_reply> execute(const dlq_command& cmd);
 
@@ -41,5 +58,10 @@ struct dlq_handler_state {
 dlq_handler_actor::behavior_type
 dlq_handler(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
             context_ptr ctx);
+
+/// The same actor, built from `deps`.
+dlq_handler_actor::behavior_type
+dlq_handler_with(dlq_handler_actor::stateful_pointer<dlq_handler_state> self,
+                 context_ptr ctx, dlq_handler_deps deps);
 
 } // namespace ef

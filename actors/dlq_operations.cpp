@@ -11,19 +11,32 @@ namespace ef {
 dlq_operations::dlq_operations(std::string dsn, kafka::connection cluster,
                                int delivery_timeout_ms,
                                std::shared_ptr<chaos> faults)
-    : cluster_(std::move(cluster)), delivery_timeout_ms_(delivery_timeout_ms),
-      faults_(std::move(faults)),
-      store_(std::make_unique<persistence::dlq_store>(std::move(dsn))) {
+    : dlq_operations(
+        std::make_unique<persistence::dlq_store>(std::move(dsn)),
+        [cluster = std::move(cluster),
+         delivery_timeout_ms](const std::string& topic) {
+          return std::make_unique<kafka::outbox_producer>(
+            cluster, topic, delivery_timeout_ms, "eventforge-dlq-replay");
+        },
+        std::move(faults)) {
+  // nop
+}
+
+dlq_operations::dlq_operations(std::unique_ptr<persistence::dlq_records> store,
+                               producer_factory producers,
+                               std::shared_ptr<chaos> faults)
+    : faults_(std::move(faults)), store_(std::move(store)),
+      make_producer_(std::move(producers)) {
   // nop
 }
 
 dlq_operations::~dlq_operations() = default;
 
-kafka::outbox_producer& dlq_operations::producer_for(const std::string& topic) {
+kafka::record_publisher&
+dlq_operations::producer_for(const std::string& topic) {
   auto& p = producers_[topic];
   if (!p)
-    p = std::make_unique<kafka::outbox_producer>(
-      cluster_, topic, delivery_timeout_ms_, "eventforge-dlq-replay");
+    p = make_producer_(topic);
   return *p;
 }
 

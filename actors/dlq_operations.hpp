@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,9 +56,19 @@ public:
     bool ok() const { return what == result::done; }
   };
 
+  /// A producer for replays to `topic`, made at the first replay there.
+  using producer_factory =
+    std::function<std::unique_ptr<kafka::record_publisher>(
+      const std::string& topic)>;
+
   /// `faults`: the crash points of the replay's steps (none if null).
   dlq_operations(std::string dsn, kafka::connection cluster,
                  int delivery_timeout_ms,
+                 std::shared_ptr<chaos> faults = nullptr);
+  /// The same, on `store` and the producers `producers` makes: the
+  /// production ones, or fakes in deterministic actor tests.
+  dlq_operations(std::unique_ptr<persistence::dlq_records> store,
+                 producer_factory producers,
                  std::shared_ptr<chaos> faults = nullptr);
   ~dlq_operations();
 
@@ -87,7 +98,7 @@ public:
   /// how many were published and marked.
   int sweep_replays(std::chrono::milliseconds grace, int limit = 10);
 
-  persistence::dlq_store& store() { return *store_; }
+  persistence::dlq_records& store() { return *store_; }
 
 private:
   /// Records an audit line; a failure to write it is logged, not thrown.
@@ -98,12 +109,11 @@ private:
   outcome publish_replay(const persistence::dlq_entry& e,
                          const std::string& actor, const std::string& action);
 
-  kafka::connection cluster_;
-  int delivery_timeout_ms_;
   std::shared_ptr<chaos> faults_;
-  std::unique_ptr<persistence::dlq_store> store_;
-  std::map<std::string, std::unique_ptr<kafka::outbox_producer>> producers_;
-  kafka::outbox_producer& producer_for(const std::string& topic);
+  std::unique_ptr<persistence::dlq_records> store_;
+  producer_factory make_producer_;
+  std::map<std::string, std::unique_ptr<kafka::record_publisher>> producers_;
+  kafka::record_publisher& producer_for(const std::string& topic);
 };
 
 /// An entry as JSON: what the handler answers and `eventforge dlq show`

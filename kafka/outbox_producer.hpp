@@ -36,10 +36,22 @@ public:
           const std::function<void()>& after_send) = 0;
 };
 
+/// What a DLQ replay republishes an original record through: the
+/// outbox_producer, or a fake in deterministic actor tests.
+class record_publisher {
+public:
+  virtual ~record_publisher() = default;
+
+  /// Raw produce of an already encoded value; waits for its delivery.
+  virtual delivery publish_raw(
+    const std::string& key, const std::string& value,
+    const std::vector<std::pair<std::string, std::string>>& headers) = 0;
+};
+
 /// An idempotent producer (enable.idempotence, acks=all) for order events.
 /// publish() sends a batch in order, keyed by order ID, and waits for every
 /// delivery report: the relay marks rows only from these reports.
-class outbox_producer : public event_publisher {
+class outbox_producer : public event_publisher, public record_publisher {
 public:
   outbox_producer(const connection& cluster, const std::string& topic,
                   int delivery_timeout_ms, const std::string& client_id);
@@ -51,9 +63,9 @@ public:
 
   /// Raw produce of an already encoded value, e.g. to put a test record or
   /// a replay onto the topic. Returns the delivery.
-  delivery
-  publish_raw(const std::string& key, const std::string& value,
-              const std::vector<std::pair<std::string, std::string>>& headers);
+  delivery publish_raw(
+    const std::string& key, const std::string& value,
+    const std::vector<std::pair<std::string, std::string>>& headers) override;
 
 private:
   struct impl;

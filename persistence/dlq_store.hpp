@@ -56,11 +56,12 @@ enum class discard_result {
                   ///< changed
 };
 
-/// The DLQ's durable state (dlq_events, dlq_actions). Throws db_error.
-class dlq_store {
+/// The DLQ's durable state as the DLQ handler, its operations and the
+/// partition actors use it: the production dlq_store, or a fake in
+/// deterministic actor tests. Every call may throw db_error.
+class dlq_records {
 public:
-  explicit dlq_store(std::string dsn);
-  ~dlq_store();
+  virtual ~dlq_records() = default;
 
   /// Records a parked delivery. Idempotent per (consumer, event_id): a second
   /// parking of the same delivery changes nothing; parking an entry that was
@@ -69,68 +70,103 @@ public:
   /// topic's reader passes false, so a late copy never undoes a replay, and
   /// never stores an entry for an event its consumer has applied since
   /// (then it returns 0).
-  std::int64_t park(const dlq_entry& e, bool repark);
+  virtual std::int64_t park(const dlq_entry& e, bool repark) = 0;
 
   /// Order keys with parked entries of `consumer`.
-  std::set<std::string> parked_orders(const std::string& consumer);
+  virtual std::set<std::string> parked_orders(const std::string& consumer) = 0;
 
   /// The oldest parked entry of (consumer, order_key), if any.
-  std::optional<dlq_entry> head_of(const std::string& consumer,
-                                   const std::string& order_key);
+  virtual std::optional<dlq_entry> head_of(const std::string& consumer,
+                                           const std::string& order_key) = 0;
 
   /// The entry's status for (consumer, event_id), if it has one.
-  std::optional<std::string> status_of(const std::string& consumer,
-                                       const std::string& event_id);
+  virtual std::optional<std::string> status_of(const std::string& consumer,
+                                               const std::string& event_id) = 0;
 
-  std::optional<dlq_entry> get(std::int64_t id);
+  virtual std::optional<dlq_entry> get(std::int64_t id) = 0;
   /// Entries with `status` ("" = any), newest first.
-  std::vector<dlq_entry> list(const std::string& status, int limit);
+  virtual std::vector<dlq_entry> list(const std::string& status, int limit) = 0;
   /// Parked entries grouped by fingerprint, largest group first.
-  std::vector<dlq_group> groups();
+  virtual std::vector<dlq_group> groups() = 0;
   /// Parked entries of one fingerprint group, oldest first.
-  std::vector<dlq_entry> in_group(const std::string& fingerprint);
+  virtual std::vector<dlq_entry> in_group(const std::string& fingerprint) = 0;
 
   /// Step 1 of a replay: records the intent durably (status replaying,
   /// replay_started_at now) before anything is published. Only a parked
   /// entry can start a replay; returns the entry as it now is, or nullopt
   /// (`status_if_refused` then says why: the entry's status, "" for none).
-  std::optional<dlq_entry> begin_replay(std::int64_t id,
-                                        std::string& status_if_refused);
+  virtual std::optional<dlq_entry>
+  begin_replay(std::int64_t id, std::string& status_if_refused) = 0;
 
   /// The consumer and status of entry `id`, if it exists: whom a replay
   /// record carrying `dlq.replay_of: id` is for.
-  std::optional<std::pair<std::string, std::string>>
-  replay_target(std::int64_t id);
+  virtual std::optional<std::pair<std::string, std::string>>
+  replay_target(std::int64_t id) = 0;
 
   /// Step 3, after the broker acknowledged the republished record: marks a
   /// replaying entry replayed and records the action, in one transaction.
   /// An entry that is no longer replaying (its consumer failed the replay
   /// again and parked it anew) keeps its status; the action is recorded.
   /// `partition` and `offset` are where the replayed record landed.
-  void finish_replay(std::int64_t id, std::int32_t partition,
-                     std::int64_t offset, const std::string& action,
-                     const std::string& actor, const std::string& outcome);
+  virtual void finish_replay(std::int64_t id, std::int32_t partition,
+                             std::int64_t offset, const std::string& action,
+                             const std::string& actor,
+                             const std::string& outcome) = 0;
 
   /// Records an action without changing the entry (a failed publish).
-  void record_action(std::int64_t id, const std::string& action,
-                     const std::string& actor, const std::string& outcome);
+  virtual void record_action(std::int64_t id, const std::string& action,
+                             const std::string& actor,
+                             const std::string& outcome) = 0;
 
   /// Claims at most `limit` entries left replaying for longer than `grace`
   /// (a crash or a failed publish between the steps): their clock restarts,
   /// so no other sweeper takes them within `grace`. Returns them.
-  std::vector<dlq_entry> claim_stale_replays(std::chrono::milliseconds grace,
-                                             int limit);
+  virtual std::vector<dlq_entry>
+  claim_stale_replays(std::chrono::milliseconds grace, int limit) = 0;
 
   /// Marks a PARKED entry discarded, writes its consumer's "discarded"
   /// mark (for an event with a UUID) and records the action, in one
   /// transaction; changes nothing unless it returns `discarded` (a replay
   /// in progress is never discarded, nor an event its consumer applied).
-  discard_result discard(std::int64_t id, const std::string& actor);
+  virtual discard_result discard(std::int64_t id, const std::string& actor) = 0;
 
   /// At most `limit` parked entries that wait behind earlier entries of
   /// their order which are all discarded: a discard's release that did not
   /// happen. Oldest first.
-  std::vector<std::int64_t> orphaned_heads(int limit);
+  virtual std::vector<std::int64_t> orphaned_heads(int limit) = 0;
+};
+
+/// The DLQ's durable state (dlq_events, dlq_actions). Throws db_error.
+class dlq_store : public dlq_records {
+public:
+  explicit dlq_store(std::string dsn);
+  ~dlq_store() override;
+
+  std::int64_t park(const dlq_entry& e, bool repark) override;
+  std::set<std::string> parked_orders(const std::string& consumer) override;
+  std::optional<dlq_entry> head_of(const std::string& consumer,
+                                   const std::string& order_key) override;
+  std::optional<std::string> status_of(const std::string& consumer,
+                                       const std::string& event_id) override;
+  std::optional<dlq_entry> get(std::int64_t id) override;
+  std::vector<dlq_entry> list(const std::string& status, int limit) override;
+  std::vector<dlq_group> groups() override;
+  std::vector<dlq_entry> in_group(const std::string& fingerprint) override;
+  std::optional<dlq_entry>
+  begin_replay(std::int64_t id, std::string& status_if_refused) override;
+  std::optional<std::pair<std::string, std::string>>
+  replay_target(std::int64_t id) override;
+  void finish_replay(std::int64_t id, std::int32_t partition,
+                     std::int64_t offset, const std::string& action,
+                     const std::string& actor,
+                     const std::string& outcome) override;
+  void record_action(std::int64_t id, const std::string& action,
+                     const std::string& actor,
+                     const std::string& outcome) override;
+  std::vector<dlq_entry> claim_stale_replays(std::chrono::milliseconds grace,
+                                             int limit) override;
+  discard_result discard(std::int64_t id, const std::string& actor) override;
+  std::vector<std::int64_t> orphaned_heads(int limit) override;
 
   /// Error class plus the message's shape (numbers, UUIDs and quoted text
   /// replaced), so the same failure on different events groups together.

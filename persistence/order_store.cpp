@@ -79,7 +79,10 @@ std::int64_t order_total(const create_order& cmd) {
 
 } // namespace
 
-struct order_writer::impl {
+namespace {
+
+/// The transaction one write() opens, shared by its commands.
+struct writer_tx {
   pqxx::connection& c;
   /// What the transaction opens with besides BEGIN (the deadline's SET
   /// LOCAL); empty: nothing.
@@ -108,9 +111,23 @@ struct order_writer::impl {
   }
 };
 
-create_result order_writer::create(const create_order& cmd,
-                                   const std::string& order_id,
-                                   const std::string& event_id) {
+/// The production order_writer: each command one prepared statement in
+/// the transaction of `impl_`.
+class pg_order_writer final : public order_writer {
+public:
+  explicit pg_order_writer(writer_tx& tx) : impl_(tx) {}
+  create_result create(const create_order& cmd, const std::string& order_id,
+                       const std::string& event_id) override;
+  cancel_result cancel(const std::string& order_id,
+                       const std::string& traceparent) override;
+
+private:
+  writer_tx& impl_;
+};
+
+create_result pg_order_writer::create(const create_order& cmd,
+                                      const std::string& order_id,
+                                      const std::string& event_id) {
   auto total = order_total(cmd);
   std::vector<order_line> lines;
   nlohmann::json items = nlohmann::json::array();
@@ -154,8 +171,8 @@ create_result order_writer::create(const create_order& cmd,
                    "(retention deleting it meanwhile)");
 }
 
-cancel_result order_writer::cancel(const std::string& order_id,
-                                   const std::string& traceparent) {
+cancel_result pg_order_writer::cancel(const std::string& order_id,
+                                      const std::string& traceparent) {
   cancel_result r{cancel_result::cancelled, new_uuid_v7()};
   auto row = impl_.exec("cancel_order",
                         {order_id, r.event_id,
@@ -168,6 +185,8 @@ cancel_result order_writer::cancel(const std::string& order_id,
                          : cancel_result::already_cancelled,
           {}};
 }
+
+} // namespace
 
 order_store::order_store(std::string dsn, int shards)
     : db_(std::make_unique<session>(std::move(dsn), prepare)), shards_(shards) {
@@ -219,15 +238,15 @@ void order_store::write_once(
       prepared_.clear(); // a new connection: nothing is prepared on it
       prepared_generation_ = db_->generation();
     }
-    order_writer::impl i{
-      c,
-      deadline ? "SET LOCAL statement_timeout = " +
-                   std::to_string(std::max<long long>(1, left().count()))
-               : std::string{},
-      shards_,
-      prepared_,
-      {}};
-    order_writer writer(i);
+    writer_tx i{c,
+                deadline
+                  ? "SET LOCAL statement_timeout = " +
+                      std::to_string(std::max<long long>(1, left().count()))
+                  : std::string{},
+                shards_,
+                prepared_,
+                {}};
+    pg_order_writer writer(i);
     body(writer);
     if (!i.w)
       return; // no command: nothing to write

@@ -41,35 +41,54 @@ struct cancel_result {
 };
 
 /// Writes order commands into one open transaction; handed out by
-/// order_store::write. Each command is one statement (one round trip; the
+/// order_book::write. Each command is one statement (one round trip; the
 /// first one's carries BEGIN), and nothing is durable until write()
-/// commits.
+/// commits. An interface, so that deterministic actor tests can hand the
+/// API worker a fake.
 class order_writer {
 public:
+  virtual ~order_writer() = default;
   /// Inserts order, items, idempotency key and the OrderCreated outbox row,
   /// or, when the key was claimed before (by an earlier commit or by a
   /// command earlier in this transaction), reports replayed/key_conflict
   /// and writes nothing.
-  create_result create(const create_order& cmd, const std::string& order_id,
-                       const std::string& event_id);
+  virtual create_result create(const create_order& cmd,
+                               const std::string& order_id,
+                               const std::string& event_id) = 0;
   /// Records the cancel request and the OrderCancelled outbox row.
-  cancel_result cancel(const std::string& order_id,
-                       const std::string& traceparent);
+  virtual cancel_result cancel(const std::string& order_id,
+                               const std::string& traceparent) = 0;
+};
 
-private:
-  friend class order_store;
-  struct impl;
-  explicit order_writer(impl& i) : impl_(i) {}
-  impl& impl_;
+/// What an API worker needs of the database: the production order_store,
+/// or a fake in deterministic actor tests. Every call may throw db_error.
+class order_book {
+public:
+  virtual ~order_book() = default;
+
+  /// Runs `body` inside ONE transaction and commits it: every command it
+  /// wrote becomes durable together (group commit) or, if anything throws,
+  /// none does.
+  ///
+  /// With a `deadline`, no statement may run past it, and the transaction
+  /// is rolled back instead of committed if the deadline has passed when
+  /// the body is done: either way it throws db_error(transient) and nothing
+  /// is written. Only COMMIT itself may end after the deadline.
+  virtual void
+  write(const std::function<void(order_writer&)>& body,
+        std::optional<std::chrono::system_clock::time_point> deadline) = 0;
+
+  /// The order with its items, events and per-consumer effects, as JSON.
+  virtual std::optional<std::string> view_json(const std::string& order_id) = 0;
 };
 
 /// The API's view of the database: writes an order and its outbox event in
 /// one transaction. One instance per API actor (owns one connection). All
 /// member functions throw db_error on database failures.
-class order_store {
+class order_store : public order_book {
 public:
   order_store(std::string dsn, int shards);
-  ~order_store();
+  ~order_store() override;
 
   /// Runs `body` inside ONE transaction and commits it: every command it
   /// wrote becomes durable together (group commit) or, if anything throws,
@@ -82,7 +101,7 @@ public:
   /// after the deadline.
   void write(const std::function<void(order_writer&)>& body,
              std::optional<std::chrono::system_clock::time_point> deadline =
-               std::nullopt);
+               std::nullopt) override;
 
   /// One order in its own transaction: order, items, idempotency key and
   /// the OrderCreated outbox row, all or none.
@@ -97,7 +116,7 @@ public:
                        const std::string& traceparent);
 
   /// The order with its items, events and per-consumer effects, as JSON.
-  std::optional<std::string> view_json(const std::string& order_id);
+  std::optional<std::string> view_json(const std::string& order_id) override;
 
 private:
   void
