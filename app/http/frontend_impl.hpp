@@ -149,9 +149,10 @@ struct http_frontend::impl {
       [timeout, w, cmd = std::move(cmd), done, on_reply](
         caf::event_based_actor* self, const eventforge_actor& r) mutable {
         self->request(r, timeout, std::move(cmd))
-          .then(
-            [=](Reply& reply) { done(on_reply(reply)); },
-            [=](caf::error& err) { done(http::error_response(err, w, timeout)); });
+          .then([=](Reply& reply) { done(on_reply(reply)); },
+                [=](caf::error& err) {
+                  done(http::error_response(err, w, timeout));
+                });
       },
       root);
   }
