@@ -2,13 +2,14 @@
 // place orders, with, if asked, a backlog written first, the in-process
 // broker replaced by an empty one, or Kafka faults at their points of the
 // drive; then quiescence, the verifier and the report (docs/chaos.md).
-// Its clients are in chaos_client, its report in chaos_report.
+// Its clients are in chaos_client, what it does to the broker in
+// chaos_broker, its report in chaos_report.
 
 #include "app/tools/chaos_runner.hpp"
 
+#include "app/tools/chaos_broker.hpp"
 #include "app/tools/chaos_report.hpp"
 #include "app/tools/fault_schedule.hpp"
-#include "kafka/embedded_broker.hpp"
 #include "persistence/backlog_writer.hpp"
 #include "persistence/invariant_queries.hpp"
 #include "persistence/migrations.hpp"
@@ -18,14 +19,11 @@
 
 #include <caf/all.hpp>
 
-#include <cstdlib>
-#include <cxxabi.h>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <thread>
-#include <typeinfo>
 
 namespace ef::app {
 
@@ -34,15 +32,6 @@ namespace {
 using namespace chaos_run;
 using clock = std::chrono::steady_clock;
 using json = nlohmann::json;
-
-/// The exception's dynamic type, demangled ("std::runtime_error").
-std::string type_name(const std::exception& e) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> name(
-    abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status),
-    std::free);
-  return status == 0 && name ? name.get() : typeid(e).name();
-}
 
 /// Why the plan's broker faults cannot run (checked before anything
 /// starts: a bad argument changes nothing); expands `kinds` ("all").
@@ -109,76 +98,6 @@ struct run_context {
   }
 };
 
-/// Waits while the clients drive and have created fewer than `goal`.
-void await_created(const std::atomic<bool>& driving, const drive_stats& stats,
-                   long goal) {
-  while (driving && stats.created < goal)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-}
-
-/// Replaces the in-process broker by an empty one at evenly spaced points
-/// of the drive; returns how many times it did.
-int restart_broker_while_driving(run_context& run, pipeline& pipe,
-                                 const std::atomic<bool>& driving,
-                                 const drive_stats& stats) {
-  auto& plan = run.plan;
-  int done = 0;
-  for (int k = 1; k <= plan.broker_restarts; ++k) {
-    await_created(driving, stats,
-                  static_cast<long>(plan.orders) * k /
-                    (plan.broker_restarts + 1));
-    try {
-      pipe.stop();
-      run.rt.restart_broker();
-      pipe.start(run.rt.where());
-    } catch (const std::exception& e) {
-      ef::log::error("chaos: broker restart {} of {} failed: {}: {}", k,
-                     plan.broker_restarts, type_name(e), e.what());
-      throw;
-    }
-    ++done;
-    ef::log::warn("chaos: broker restart {} of {} done at {} orders", k,
-                  plan.broker_restarts, stats.created.load());
-  }
-  return done;
-}
-
-/// Kafka faults at their points of the drive, each undone (a broker back
-/// up, its delay gone) after its hold while the orders go on. Once the
-/// drive is over the rest still come, in the same order: the consumers
-/// then fail while they catch up.
-void inject_kafka_faults(run_context& run,
-                         const std::vector<std::string>& kinds,
-                         const std::atomic<bool>& driving,
-                         const drive_stats& stats, chaos_outcome& out) {
-  auto& cfg = run.cfg;
-  fault_target target{cfg.kafka.embedded_brokers,
-                      cfg.kafka.topic,
-                      cfg.kafka.partitions,
-                      {"eventforge.dlq"}};
-  for (auto& c : cfg.consumer.enabled)
-    target.groups.push_back("eventforge." + c);
-  auto schedule =
-    plan_broker_faults(cfg.chaos.seed, kinds, run.plan.broker_fault_count,
-                       run.plan.orders, target);
-  auto* broker = run.rt.broker();
-  for (auto& f : schedule) {
-    await_created(driving, stats, f.at_order);
-    auto did = broker->apply(f.fault);
-    ef::log::warn("chaos: kafka fault at {} orders: {}: {}",
-                  stats.created.load(), to_string(f.fault), did);
-    out.fault_lines.push_back(std::to_string(f.at_order) + " " +
-                              to_string(f.fault));
-    ++out.faults_by_kind[f.kind];
-    if (f.undo) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(f.hold_ms));
-      broker->apply(*f.undo);
-    }
-  }
-  if (!schedule.empty())
-    broker->apply(kafka::broker_fault{}); // clear: nothing pending
-}
-
 /// Waits until every event is applied and committed, or the plan's
 /// timeout after the drive; true if it is.
 bool settle(const run_context& run, clock::time_point driven) {
@@ -225,8 +144,10 @@ void drive_under_faults(run_context& run, pipeline& pipe,
         t.join();
     }
   } joiner{stop_driving, driver};
-  out.broker_restarts = restart_broker_while_driving(run, pipe, driving, stats);
-  inject_kafka_faults(run, fault_kinds, driving, stats, out);
+  out.broker_restarts =
+    restart_broker_while_driving(run.rt, run.plan, pipe, driving, stats);
+  inject_kafka_faults(run.rt, run.cfg, run.plan, fault_kinds, driving, stats,
+                      out);
   driver.join();
 }
 
