@@ -1,6 +1,7 @@
 // `eventforge serve`: the tree, its HTTP front and the services they run
 // on, until SIGINT or SIGTERM; then a drain within shutdown.drain-timeout-ms.
 
+#include "actors/chaos.hpp"
 #include "app/command.hpp"
 #include "app/shutdown_signals.hpp"
 #include "kafka/embedded_broker.hpp"
