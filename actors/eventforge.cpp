@@ -1,21 +1,15 @@
 #include <eventforge/actors/eventforge.hpp>
 
-#include "actors/api_worker.hpp"
 #include "actors/crash_log.hpp"
-#include "actors/dlq_handler.hpp"
-#include "actors/gauge_sampler.hpp"
-#include "actors/group_member.hpp"
-#include "actors/janitor.hpp"
-#include "actors/relay_shard.hpp"
-#include "actors/repairer.hpp"
+#include "actors/declared_series.hpp"
 #include "actors/supervisor.hpp"
+#include "actors/tree_children.hpp"
 #include "config/backoff.hpp"
 #include "persistence/dsn.hpp"
 #include "persistence/fixed_settings.hpp"
 #include "persistence/migrations.hpp"
 #include <eventforge/config/logging.hpp>
 #include <eventforge/config/options.hpp>
-#include <eventforge/messages/api_error.hpp>
 #include <eventforge/messages/atoms.hpp>
 
 #include <condition_variable>
@@ -26,97 +20,6 @@
 #include <thread>
 
 namespace ef {
-
-namespace {
-
-// Blocking actors (libpq, librdkafka) are detached; every actor is linked to
-// its supervisor so the tree lives and dies as one.
-constexpr auto blocking_child = caf::detached + caf::linked;
-
-/// A child that is itself a supervisor of `children`.
-child_spec sub_supervisor(std::string name, std::vector<child_spec> children,
-                          context_ptr ctx, std::string route = {}) {
-  return {"supervisor", name,
-          [=](caf::event_based_actor* self) {
-            return self->spawn<caf::linked>(supervisor, name, children, ctx);
-          },
-          route};
-}
-
-std::vector<child_spec> api_workers(const context_ptr& ctx) {
-  std::vector<child_spec> out;
-  for (int i = 0; i < ctx->cfg.api.workers; ++i)
-    out.push_back({"api", "api-" + std::to_string(i),
-                   [=](caf::event_based_actor* self) {
-                     return caf::actor_cast<caf::actor>(
-                       self->spawn<blocking_child>(api_worker, ctx));
-                   },
-                   "orders"});
-  return out;
-}
-
-std::vector<child_spec> relay_shards(const context_ptr& ctx) {
-  std::vector<child_spec> out;
-  for (int s = 0; s < ctx->cfg.relay.shards; ++s)
-    out.push_back({"relay", "relay-" + std::to_string(s),
-                   [=](caf::event_based_actor* self) {
-                     return self->spawn<blocking_child>(relay_shard, ctx, s);
-                   },
-                   ""});
-  return out;
-}
-
-std::vector<child_spec> consumer_group(const context_ptr& ctx,
-                                       const std::string& name) {
-  return {{"group-member", "group-member",
-           [=](caf::event_based_actor* self) {
-             return self->spawn<blocking_child>(group_member, ctx, name);
-           },
-           ""}};
-}
-
-/// Zero-valued series for every label this configuration knows of.
-void declare_series(telemetry& m, const config::settings& cfg) {
-  for (auto& c : cfg.consumer.enabled)
-    for (auto name :
-         {"consumer_deliveries_total", "consumer_applied_total",
-          "consumer_duplicates_suppressed_total", "consumer_retries_total",
-          "consumer_rebalances_total", "consumer_positions_lost_total",
-          "consumer_fetch_stalls_total", "consumer_deferred_total"})
-      m.declare(name, {{"consumer", c}});
-  for (auto& c : cfg.consumer.enabled)
-    for (auto name : {"consumer_batch_size", "consumer_handler_seconds",
-                      "end_to_end_seconds"})
-      m.declare(name, {{"consumer", c}});
-  for (auto name :
-       {"api_batch_size", "relay_batch_size", "relay_publish_ack_seconds",
-        "relay_claim_to_mark_seconds", "outbox_publish_delay_seconds"})
-    m.declare(name);
-  // Every kind of supervised actor, by the reason classes a restart has.
-  for (auto kind :
-       {"supervisor", "api", "relay", "group-member", "partition",
-        "dlq-handler", "gauge-sampler", "lag-sampler", "janitor", "repairer"})
-    for (auto reason : {"injected", "db_unavailable", "exception"})
-      m.declare("actor_restarts_total", {{"kind", kind}, {"reason", reason}});
-  for (int s = 0; s < cfg.relay.shards; ++s) {
-    auto shard = std::to_string(s);
-    m.declare("relay_published_total", {{"shard", shard}});
-    m.declare("relay_publish_errors_total", {{"shard", shard}});
-    m.set("relay_waiting_for_consumers", {{"shard", shard}}, 0);
-  }
-  for (auto outcome : {"created", "replayed"})
-    m.declare("api_orders_total", {{"outcome", outcome}});
-  m.declare("api_commands_expired_total");
-  m.declare("recovery_journal_dropped_total");
-  for (auto table : {"outbox", "processed_events", "recovery_journal",
-                     "idempotency_keys", "dlq_events"})
-    m.declare("retention_deleted_total", {{"table", table}});
-  for (auto reason : {"consumer_gap", "broker_epoch"})
-    m.declare("repair_republished_total", {{"reason", reason}});
-  m.declare("broker_epochs_total");
-}
-
-} // namespace
 
 counter_map counters(caf::actor_system& sys, const eventforge_actor& root) {
   counter_map out;
@@ -202,58 +105,6 @@ bool stop(caf::actor_system& sys, const eventforge_actor& root,
   return down && trees().await_left(root.id(), deadline);
 }
 
-void configure_actor_system(caf::actor_system_config& cfg) {
-#if defined(EF_TSAN_BUILD)
-  // CAF 0.17's default work-stealing scheduler passes jobs between worker
-  // threads through atomics inside libcaf_core, which is not instrumented:
-  // TSan would report every hand-over of an actor or message as a race. The
-  // work-sharing scheduler hands jobs over under a mutex, which TSan sees.
-  cfg.set("scheduler.policy", caf::atom("sharing"));
-#else
-  // Work sharing unless the host chose a policy. An idle work-stealing
-  // worker polls: 100 tries, then 500 sleeps of 50 us, then sleeps of 10 ms,
-  // and every message starts that over. EventForge's actors exchange a few
-  // messages per order, so at 100 orders/s the four workers spent most of
-  // their time in those 50 us sleeps: serve took 6.1 ms of CPU and 403
-  // context switches per order, against 3.3 ms and 114 with work sharing,
-  // whose idle workers wait on a condition variable
-  // (docs/performance.md, "Cost per order").
-  if (!caf::get_if<caf::atom_value>(&cfg.content, "scheduler.policy"))
-    cfg.set("scheduler.policy", caf::atom("sharing"));
-#endif
-  // So that sys.render(err) names the cause ("ef_api: not_found (order_id:
-  // no such order)") instead of printing codes.
-  cfg.add_error_category(
-    api_error_category(),
-    [](std::uint8_t code, caf::atom_value, const caf::message& context) {
-      std::string out = "ef_api: ";
-      out += to_string(static_cast<api_errc>(code));
-      if (context.match_elements<std::string, std::string>()) {
-        auto& field = context.get_as<std::string>(0);
-        out += " (";
-        if (!field.empty())
-          out += field + ": ";
-        out += context.get_as<std::string>(1) + ")";
-      }
-      return out;
-    });
-  cfg.add_error_category(
-    db_error_category(),
-    [](std::uint8_t code, caf::atom_value, const caf::message&) {
-      return std::string("ef_db: database ") +
-             persistence::to_string(static_cast<persistence::db_errc>(code));
-    });
-  cfg.add_error_category(
-    chaos_error_category(),
-    [](std::uint8_t code, caf::atom_value, const caf::message& context) {
-      std::string out = "ef_chaos: ";
-      out += to_string(static_cast<chaos_errc>(code));
-      if (context.match_elements<std::string>())
-        out += " at " + context.get_as<std::string>(0);
-      return out;
-    });
-}
-
 namespace {
 
 /// The enabled consumers, by name; throws std::invalid_argument naming the
@@ -279,12 +130,11 @@ enabled_consumers(const config::settings& cfg,
 
 } // namespace
 
-eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
-                       const endpoints& ep, std::shared_ptr<telemetry> metrics,
-                       std::shared_ptr<chaos> faults,
-                       std::shared_ptr<const consumer_registry> registry) {
-  // A host builds its settings in code: the checks of a file and a command
-  // line, in the same words, before anything starts.
+namespace {
+
+/// A host builds its settings in code: the checks of a file and a command
+/// line, in the same words, before anything starts.
+void check_and_apply(const config::settings& cfg) {
   if (auto err = config::check_settings(cfg))
     throw std::invalid_argument(*err);
   if (auto err = kafka::check_properties(cfg.kafka.properties))
@@ -301,17 +151,11 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
                   cfg.kafka.properties.size(),
                   cfg.kafka.properties.size() == 1 ? "y" : "ies", keys);
   }
-  if (!registry)
-    registry = std::make_shared<const consumer_registry>(
-      consumer_registry::with_builtins());
-  auto consumers = enabled_consumers(cfg, *registry);
-  if (!metrics)
-    metrics = std::make_shared<telemetry>();
-  if (!faults)
-    faults = std::make_shared<chaos>(cfg.chaos, metrics);
-  declare_series(*metrics, cfg);
-  auto dsn = persistence::with_connect_timeout(ep.database_dsn,
-                                               cfg.database.connect_timeout_s);
+}
+
+/// EventForge's schema, then each enabled consumer's own migrations.
+void migrate_schemas(const std::string& dsn,
+                     const std::map<std::string, consumer_ptr>& consumers) {
   auto applied = persistence::migrate(dsn);
   if (!applied.empty())
     ef::log::info("applied {} schema migration(s), now at version {}",
@@ -322,13 +166,20 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
       ef::log::info("applied {} migration(s) of consumer {}, now at version {}",
                     own.size(), name, own.back());
   }
+}
+
+/// The recovery journal, which every injected crash is written to before it
+/// takes effect.
+std::shared_ptr<persistence::recovery_journal>
+open_journal(const std::string& dsn, const config::settings& cfg,
+             const std::shared_ptr<telemetry>& metrics, chaos& faults) {
   // The journal waits for the database as a partition actor does.
   auto journal = std::make_shared<persistence::recovery_journal>(
     dsn, 10000, config::retry_backoff(cfg));
   journal->on_drop([metrics](std::uint64_t n) {
     metrics->add("recovery_journal_dropped_total", {}, n);
   });
-  faults->on_crash([journal](crash_point p, const crash_site& site) {
+  faults.on_crash([journal](crash_point p, const crash_site& site) {
     persistence::journal_line line;
     line.what = persistence::journal_line::kind::crash;
     line.point = to_string(p);
@@ -342,6 +193,17 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
     // causes can be committed before the crash is on record.
     journal->flush(std::chrono::seconds(1));
   });
+  return journal;
+}
+
+/// What every actor of the tree shares, with the consumer-lead probe and
+/// the lead limit the relays pace themselves by.
+context_ptr make_context(const config::settings& cfg, const endpoints& ep,
+                         const std::string& dsn,
+                         std::shared_ptr<telemetry> metrics,
+                         std::shared_ptr<chaos> faults,
+                         std::shared_ptr<persistence::recovery_journal> journal,
+                         std::map<std::string, consumer_ptr> consumers) {
   // Relay shards ask how far the consumers are behind every 250 ms while
   // they publish; one probe answers all of them.
   auto cluster = kafka::cluster_of(cfg, ep.kafka_brokers);
@@ -357,56 +219,42 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
     },
     ep.kafka_log_bytes, std::int64_t{2} * 1024 * 1024);
   lead_limit->watch();
-  auto ctx = std::make_shared<context>(
-    context{cfg, dsn, cluster, metrics, faults, journal, std::move(consumers),
-            lead, lead_limit});
+  return std::make_shared<context>(
+    context{cfg, dsn, cluster, std::move(metrics), std::move(faults),
+            std::move(journal), std::move(consumers), lead, lead_limit});
+}
+
+} // namespace
+
+eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
+                       const endpoints& ep, std::shared_ptr<telemetry> metrics,
+                       std::shared_ptr<chaos> faults,
+                       std::shared_ptr<const consumer_registry> registry) {
+  check_and_apply(cfg);
+  if (!registry)
+    registry = std::make_shared<const consumer_registry>(
+      consumer_registry::with_builtins());
+  auto consumers = enabled_consumers(cfg, *registry);
+  if (!metrics)
+    metrics = std::make_shared<telemetry>();
+  if (!faults)
+    faults = std::make_shared<chaos>(cfg.chaos, metrics);
+  declare_series(*metrics, cfg);
+  auto dsn = persistence::with_connect_timeout(ep.database_dsn,
+                                               cfg.database.connect_timeout_s);
+  migrate_schemas(dsn, consumers);
+  auto journal = open_journal(dsn, cfg, metrics, *faults);
+  auto ctx = make_context(cfg, ep, dsn, metrics, faults, std::move(journal),
+                          std::move(consumers));
   persistence::require_fixed_setting(ctx->dsn, "relay.shards",
                                      std::to_string(cfg.relay.shards));
   if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)
     ef::log::warn("chaos enabled: rate {} seed {} at {} point(s)",
                   cfg.chaos.rate, cfg.chaos.seed, cfg.chaos.points.size());
-  std::vector<child_spec> top;
-  top.push_back(sub_supervisor("api", api_workers(ctx), ctx, "orders"));
-  top.push_back(sub_supervisor("relays", relay_shards(ctx), ctx));
-  top.push_back(
-    sub_supervisor("dlq",
-                   {{"dlq-handler", "dlq-handler",
-                     [=](caf::event_based_actor* self) {
-                       return caf::actor_cast<caf::actor>(
-                         self->spawn<blocking_child>(dlq_handler, ctx));
-                     },
-                     "dlq"}},
-                   ctx, "dlq"));
-  top.push_back(
-    sub_supervisor("maintenance",
-                   {{"janitor", "janitor",
-                     [=](caf::event_based_actor* self) {
-                       return self->spawn<blocking_child>(janitor, ctx);
-                     },
-                     ""},
-                    {"repairer", "repairer",
-                     [=](caf::event_based_actor* self) {
-                       return self->spawn<blocking_child>(repairer, ctx);
-                     },
-                     ""},
-                    {"gauge-sampler", "gauge-sampler",
-                     [=](caf::event_based_actor* self) {
-                       return self->spawn<blocking_child>(gauge_sampler, ctx);
-                     },
-                     ""},
-                    {"lag-sampler", "lag-sampler",
-                     [=](caf::event_based_actor* self) {
-                       return self->spawn<blocking_child>(lag_sampler, ctx);
-                     },
-                     ""}},
-                   ctx));
-  for (auto& name : cfg.consumer.enabled)
-    top.push_back(
-      sub_supervisor("consumer-" + name, consumer_group(ctx, name), ctx));
   // The root's behaviour is the generic supervisor's; the routes given to
   // its children above are what makes it answer eventforge_actor's
   // messages (tests/integration/embedding_test.cpp asks each of them).
-  auto root = sys.spawn(supervisor, std::string{"root"}, std::move(top),
+  auto root = sys.spawn(supervisor, std::string{"root"}, tree_children(ctx),
                         context_ptr{ctx});
   trees().enter(root->id());
   root->attach_functor([id = root->id()] { trees().leave(id); });

@@ -141,25 +141,30 @@ std::chrono::milliseconds relay_shard_state::round() {
   return 0ms;
 }
 
-bool relay_shard_state::publish(
-  int epoch, const std::vector<persistence::outbox_row>& rows) {
-  std::vector<order_event> events;
-  events.reserve(rows.size());
+void relay_shard_state::account_batch(
+  const std::vector<persistence::outbox_row>& rows) {
   double bytes = 0;
-  for (auto& r : rows) {
-    events.push_back(r.event);
+  for (auto& r : rows)
     // Value (the event as JSON), key and headers, roughly as on the wire.
     bytes += static_cast<double>(
       2 * r.event.event_id.size() + 2 * r.event.order_id.size() +
       r.event.payload.size() + r.event.traceparent.size() + 150);
-  }
   auto avg = bytes / static_cast<double>(rows.size());
   record_bytes = record_bytes == 0 ? avg : 0.8 * record_bytes + 0.2 * avg;
   if (lead_budget >= 0)
     lead_budget = std::max(0.0, lead_budget - bytes);
-  labels shard_label{{"shard", std::to_string(shard)}};
   ctx->metrics->observe("relay_batch_size", {},
                         static_cast<double>(rows.size()));
+}
+
+bool relay_shard_state::publish(
+  int epoch, const std::vector<persistence::outbox_row>& rows) {
+  std::vector<order_event> events;
+  events.reserve(rows.size());
+  for (auto& r : rows)
+    events.push_back(r.event);
+  account_batch(rows);
+  labels shard_label{{"shard", std::to_string(shard)}};
   // The epoch was read with the rows, before anything is sent: positions are
   // recorded under the broker lifetime they were made in, never a later one.
   auto sent_at = std::chrono::steady_clock::now();

@@ -75,6 +75,9 @@ struct relay_shard_state {
   /// Publishes one batch and marks what was acknowledged; returns false if
   /// some rows failed (the caller backs off).
   bool publish(int epoch, const std::vector<persistence::outbox_row>& rows);
+  /// Counts a batch about to be published: its size, and its bytes against
+  /// the moving average of a record's size and the lead budget.
+  void account_batch(const std::vector<persistence::outbox_row>& rows);
 
   static inline const char* name = "relay";
 };

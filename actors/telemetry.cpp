@@ -1,5 +1,6 @@
 #include <eventforge/actors/telemetry.hpp>
 
+#include "actors/metric_catalog.hpp"
 #include "actors/process_metrics.hpp"
 
 #include <prometheus/counter.h>
@@ -14,151 +15,6 @@
 namespace ef {
 
 namespace {
-
-enum class kind { counter, gauge, histogram };
-
-struct family {
-  kind type;
-  const char* help;
-  const std::vector<double>* buckets = nullptr;
-};
-
-// From 100 us (a handler's statement, a batch's ack on loopback) to a
-// minute (a backlog, an outage): measured end-to-end latency is 6 ms p50 at
-// 100 orders/s and tens of seconds while a backlog drains
-// (docs/performance.md), so the lowest buckets must not lump them together.
-const std::vector<double> latency_buckets{
-  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-  0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    60};
-const std::vector<double> size_buckets{1,   2,   5,   10,   25,  50,
-                                       100, 250, 500, 1000, 5000};
-
-/// Every metric EventForge exports: the one place its type and meaning are
-/// declared.
-const std::map<std::string, family>& catalog() {
-  static const std::map<std::string, family> all{
-    {"api_orders_total", {kind::counter, "Orders accepted by the API."}},
-    {"api_commands_expired_total",
-     {kind::counter, "Order commands refused or rolled back because their "
-                     "deadline passed before they could be committed; "
-                     "nothing of them was written."}},
-    {"http_requests_total",
-     {kind::counter, "HTTP requests by route and status class."}},
-    {"http_open_connections",
-     {kind::gauge, "HTTP connections open now (at most "
-                   "http.max-connections)."}},
-    {"http_connections_rejected_total",
-     {kind::counter, "Connections answered 503 because all "
-                     "http.max-connections were in use."}},
-    {"http_accept_errors_total",
-     {kind::counter, "Failed accepts of the HTTP listener by error (EMFILE, "
-                     "ENFILE, ENOBUFS, ...); it accepts again after a short "
-                     "pause."}},
-    {"http_blocking_refused_total",
-     {kind::counter, "Requests answered 503 at once because 16 requests "
-                     "already wait for the database or the broker (/readyz, "
-                     "/overview, traces, scenario runs)."}},
-    {"http_request_duration_seconds",
-     {kind::histogram, "HTTP request latency by route.", &latency_buckets}},
-    {"outbox_unsent_rows", {kind::gauge, "Outbox rows not yet published."}},
-    {"outbox_oldest_unsent_age_seconds",
-     {kind::gauge, "Age of the oldest unpublished outbox row (0 if none)."}},
-    {"relay_published_total",
-     {kind::counter, "Outbox rows published and marked sent, per shard."}},
-    {"relay_publish_errors_total",
-     {kind::counter, "Records the broker did not acknowledge, per shard."}},
-    {"api_batch_size",
-     {kind::histogram, "Order commands committed per API transaction.",
-      &size_buckets}},
-    {"consumer_batch_size",
-     {kind::histogram,
-      "Events applied per consumer transaction (batched "
-      "path).",
-      &size_buckets}},
-    {"relay_batch_size",
-     {kind::histogram, "Rows per relay publish batch.", &size_buckets}},
-    {"relay_publish_ack_seconds",
-     {kind::histogram,
-      "Time from handing a batch to the producer until "
-      "every delivery report arrived.",
-      &latency_buckets}},
-    {"outbox_publish_delay_seconds",
-     {kind::histogram,
-      "Time from an outbox row's insert until the broker acknowledged its "
-      "record (database and process clocks; one observation per "
-      "acknowledged row).",
-      &latency_buckets}},
-    {"relay_claim_to_mark_seconds",
-     {kind::histogram,
-      "Time from reading a batch of unsent rows until they were marked sent "
-      "(publish, acks and the mark's transaction).",
-      &latency_buckets}},
-    {"consumer_deliveries_total",
-     {kind::counter, "Records handed to a partition actor (every delivery)."}},
-    {"consumer_applied_total",
-     {kind::counter, "Events applied (first delivery per consumer)."}},
-    {"consumer_duplicates_suppressed_total",
-     {kind::counter, "Idempotency conflicts: deliveries the guard "
-                     "suppressed."}},
-    {"consumer_retries_total",
-     {kind::counter, "Failed attempts that will be retried inline."}},
-    {"consumer_rebalances_total",
-     {kind::counter, "Partition assignments received."}},
-    {"consumer_lag",
-     {kind::gauge, "Log end offset minus committed offset, per consumer and "
-                   "partition."}},
-    {"consumer_handler_seconds",
-     {kind::histogram, "Idempotent handler transaction latency.",
-      &latency_buckets}},
-    {"end_to_end_seconds",
-     {kind::histogram, "Outbox insert until the business effect committed.",
-      &latency_buckets}},
-    {"dlq_parked_total",
-     {kind::counter, "Deliveries parked in the DLQ, by consumer and class."}},
-    {"dlq_entries", {kind::gauge, "DLQ entries by status."}},
-    {"dlq_oldest_parked_age_seconds",
-     {kind::gauge, "Age of the oldest unresolved DLQ entry (0 if none)."}},
-    {"actor_restarts_total",
-     {kind::counter, "Actor restarts by kind and reason class."}},
-    {"actors_down",
-     {kind::gauge, "Supervised actors currently waiting to be restarted."}},
-    {"retention_deleted_total",
-     {kind::counter, "Rows deleted by the retention janitor, by table."}},
-    {"recovery_journal_dropped_total",
-     {kind::counter, "Recovery journal lines dropped: its bounded queue was "
-                     "full while the database was unreachable, or the "
-                     "database refused them."}},
-    {"chaos_crashes_total",
-     {kind::counter, "Crashes injected at each crash point."}},
-    {"consumer_positions_lost_total",
-     {kind::counter, "Positions a consumer found gone from the broker "
-                     "(trimmed log, new broker), per consumer."}},
-    {"consumer_fetch_stalls_total",
-     {kind::counter, "Owned partitions with records to read that were fed "
-                     "nothing for 10 s and had their fetch restarted."}},
-    {"consumer_deferred_total",
-     {kind::counter, "Events held back because an earlier event of their "
-                     "order was missing; queued again behind it."}},
-    {"repair_republished_total",
-     {kind::counter, "Events queued for republishing because a consumer "
-                     "could no longer read them, by reason."}},
-    {"broker_epochs_total",
-     {kind::counter, "Broker epochs this process began: the broker had lost "
-                     "records the outbox published."}},
-    {"broker_epoch", {kind::gauge, "Current broker epoch."}},
-    {"gauges_sampled_timestamp_seconds",
-     {kind::gauge, "When the outbox and DLQ gauges (source database) and "
-                   "consumer_lag (source broker) were last read; it stops "
-                   "moving while the source is down."}},
-    {"relay_waiting_for_consumers",
-     {kind::gauge, "1 while a relay shard waits: a partition holds "
-                   "relay.max-lead-bytes beyond the slowest consumer."}},
-    {"consumer_partitions_parked",
-     {kind::gauge, "Owned partitions read to the end that stopped fetching "
-                   "until a relay announces a record (kafka.park-idle-ms)."}},
-  };
-  return all;
-}
 
 std::string name_of(const std::string& key) {
   return key.substr(0, key.find('{'));
@@ -184,19 +40,19 @@ telemetry::telemetry(std::shared_ptr<prometheus::Registry> registry)
   // back the existing family for the same name and type: a host may build
   // two trees over one registry.
   try {
-    for (auto& [name, fam] : catalog()) {
+    for (auto& [name, fam] : metric_catalog()) {
       switch (fam.type) {
-      case kind::counter:
+      case metric_kind::counter:
         families_->counters[name] =
           &prometheus::BuildCounter().Name(name).Help(fam.help).Register(
             *registry_);
         break;
-      case kind::gauge:
+      case metric_kind::gauge:
         families_->gauges[name] =
           &prometheus::BuildGauge().Name(name).Help(fam.help).Register(
             *registry_);
         break;
-      case kind::histogram:
+      case metric_kind::histogram:
         families_->histograms[name] =
           &prometheus::BuildHistogram().Name(name).Help(fam.help).Register(
             *registry_);
@@ -249,7 +105,7 @@ prometheus::Histogram* telemetry::histogram(const std::string& name,
   auto fam = families_->histograms.find(name);
   if (fam == families_->histograms.end())
     return nullptr;
-  auto& bounds = *catalog().at(name).buckets;
+  auto& bounds = *metric_catalog().at(name).buckets;
   auto* h = &fam->second->Add(
     label_map(l),
     prometheus::Histogram::BucketBoundaries(bounds.begin(), bounds.end()));

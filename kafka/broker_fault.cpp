@@ -103,6 +103,32 @@ std::string to_string(const broker_fault& f) {
   return "?";
 }
 
+namespace {
+
+/// The arguments of `errors API COUNT ERROR` into `f` (the error by its
+/// librdkafka name); why not, if one is wrong.
+std::optional<std::string>
+parse_error_injection(const std::vector<std::string>& w, broker_fault& f) {
+  f.api = w[1];
+  f.error = w[3];
+  int code = 0;
+  if (api_key_of(f.api) < 0) {
+    std::string names;
+    for (auto& a : fault_apis())
+      names += (names.empty() ? "" : ", ") + a;
+    return "unknown request type \"" + f.api + "\"; one of " + names;
+  }
+  if (!to_int(w[2], 1, 1000, f.count))
+    return "count must be 1 to 1000, got \"" + w[2] + "\"";
+  if (!to_error(f.error, code))
+    return "unknown Kafka error \"" + f.error +
+           "\"; a name such as NOT_LEADER_FOR_PARTITION or its number";
+  f.error = rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(code));
+  return std::nullopt;
+}
+
+} // namespace
+
 std::variant<broker_fault, std::string> parse_fault(const std::string& line) {
   std::istringstream in(line);
   std::vector<std::string> w;
@@ -151,24 +177,8 @@ std::variant<broker_fault, std::string> parse_fault(const std::string& line) {
       err = "rtt must be milliseconds from 0 to 600000, got \"" + w[2] + "\"";
   } else if (cmd == "errors") {
     f.what = broker_fault::kind::errors;
-    if (!(err = args(3))) {
-      f.api = w[1];
-      f.error = w[3];
-      int code = 0;
-      if (api_key_of(f.api) < 0) {
-        std::string names;
-        for (auto& a : fault_apis())
-          names += (names.empty() ? "" : ", ") + a;
-        err = "unknown request type \"" + f.api + "\"; one of " + names;
-      } else if (!to_int(w[2], 1, 1000, f.count)) {
-        err = "count must be 1 to 1000, got \"" + w[2] + "\"";
-      } else if (!to_error(f.error, code)) {
-        err = "unknown Kafka error \"" + f.error +
-              "\"; a name such as NOT_LEADER_FOR_PARTITION or its number";
-      } else {
-        f.error = rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(code));
-      }
-    }
+    if (!(err = args(3)))
+      err = parse_error_injection(w, f);
   } else if (cmd == "coordinator") {
     f.what = broker_fault::kind::coordinator;
     if (!(err = args(2))) {

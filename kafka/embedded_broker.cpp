@@ -46,6 +46,47 @@ struct embedded_broker::impl {
     }
     return id;
   }
+
+  /// Takes broker `id` down. A real cluster's controller elects new leaders
+  /// for the partitions the broker led (the mock cluster does not): the
+  /// next broker that is up.
+  std::string take_down(int id) {
+    check_broker(id);
+    rd_kafka_mock_broker_set_down(mc, id);
+    down.insert(id);
+    std::string moved;
+    int to = next_up(id);
+    if (to != id)
+      for (auto& [topic, by_partition] : leaders)
+        for (size_t p = 0; p < by_partition.size(); ++p)
+          if (by_partition[p] == id) {
+            set_leader(topic, static_cast<int>(p), to);
+            moved += (moved.empty() ? "" : ", ") + topic + "/" +
+                     std::to_string(p) + " -> " + std::to_string(to);
+          }
+    return "broker " + std::to_string(id) +
+           " down; leaders moved: " + (moved.empty() ? "none" : moved);
+  }
+
+  /// Moves the leader of topic/partition to broker `id` (0: the next one
+  /// up after the current leader).
+  std::string move_leader(const std::string& topic, int partition, int id) {
+    if (id != 0)
+      check_broker(id);
+    auto i = leaders.find(topic);
+    if (i == leaders.end())
+      throw std::invalid_argument("no topic \"" + topic + "\"");
+    if (partition >= static_cast<int>(i->second.size()))
+      throw std::invalid_argument("no partition " + std::to_string(partition) +
+                                  " of " + topic + ": it has " +
+                                  std::to_string(i->second.size()));
+    int from = i->second[partition];
+    int to = id == 0 ? next_up(from) : id;
+    set_leader(topic, partition, to);
+    return "leader of " + topic + "/" + std::to_string(partition) +
+           " moved from broker " + std::to_string(from) + " to " +
+           std::to_string(to);
+  }
 };
 
 embedded_broker::embedded_broker(int brokers,
@@ -139,47 +180,15 @@ std::string embedded_broker::apply(const broker_fault& f) {
   auto& m = *impl_;
   auto n = std::to_string(f.broker);
   switch (f.what) {
-  case k::down: {
-    m.check_broker(f.broker);
-    rd_kafka_mock_broker_set_down(m.mc, f.broker);
-    m.down.insert(f.broker);
-    // A real cluster's controller elects new leaders for the partitions the
-    // broker led (the mock cluster does not): the next broker that is up.
-    std::string moved;
-    int to = m.next_up(f.broker);
-    if (to != f.broker)
-      for (auto& [topic, by_partition] : m.leaders)
-        for (size_t p = 0; p < by_partition.size(); ++p)
-          if (by_partition[p] == f.broker) {
-            m.set_leader(topic, static_cast<int>(p), to);
-            moved += (moved.empty() ? "" : ", ") + topic + "/" +
-                     std::to_string(p) + " -> " + std::to_string(to);
-          }
-    return "broker " + n +
-           " down; leaders moved: " + (moved.empty() ? "none" : moved);
-  }
+  case k::down:
+    return m.take_down(f.broker);
   case k::up:
     m.check_broker(f.broker);
     rd_kafka_mock_broker_set_up(m.mc, f.broker);
     m.down.erase(f.broker);
     return "broker " + n + " up";
-  case k::leader: {
-    if (f.broker != 0)
-      m.check_broker(f.broker);
-    auto i = m.leaders.find(f.topic);
-    if (i == m.leaders.end())
-      throw std::invalid_argument("no topic \"" + f.topic + "\"");
-    if (f.partition >= static_cast<int>(i->second.size()))
-      throw std::invalid_argument(
-        "no partition " + std::to_string(f.partition) + " of " + f.topic +
-        ": it has " + std::to_string(i->second.size()));
-    int from = i->second[f.partition];
-    int to = f.broker == 0 ? m.next_up(from) : f.broker;
-    m.set_leader(f.topic, f.partition, to);
-    return "leader of " + f.topic + "/" + std::to_string(f.partition) +
-           " moved from broker " + std::to_string(from) + " to " +
-           std::to_string(to);
-  }
+  case k::leader:
+    return m.move_leader(f.topic, f.partition, f.broker);
   case k::rtt:
     m.check_broker(f.broker);
     rd_kafka_mock_broker_set_rtt(m.mc, f.broker, f.rtt_ms);

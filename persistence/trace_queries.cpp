@@ -30,36 +30,44 @@ bool rolls_back_delivery(const std::string& point) {
          point == "dlq.after_dlq_ack_before_offset";
 }
 
-order_trace_rows read_order_trace(const std::string& dsn,
-                                  const std::string& order_id,
-                                  const std::vector<std::string>& consumers) {
-  order_trace_rows out;
-  out.order_id = order_id;
-  try {
-    auto conn = open_connection(dsn);
-    pqxx::read_transaction t(*conn);
-    auto order = t.exec_params("SELECT status, customer_id, total_cents, " +
-                                 ts("created_at") + ", " + ts("updated_at") +
-                                 " FROM orders WHERE id = $1::uuid",
-                               order_id);
-    if (order.empty())
-      return out;
-    out.found = true;
-    out.status = order[0][0].as<std::string>();
-    out.customer_id = order[0][1].as<std::string>();
-    out.total_cents = order[0][2].as<long long>();
-    out.created_at = order[0][3].as<std::string>();
-    out.updated_at = order[0][4].as<std::string>();
+namespace {
 
-    std::map<std::string, traced_event*> by_id;
-    for (const auto& r : t.exec_params(
+/// Reads one order's rows table by table into `out`, within one read
+/// transaction (one snapshot), and hangs each mark, effect, DLQ entry and
+/// journal line on its event's consumer.
+class order_trace_reader {
+public:
+  order_trace_reader(pqxx::read_transaction& t, const std::string& order_id,
+                     order_trace_rows& out)
+      : t_(t), order_id_(order_id), out_(out) {}
+
+  /// The order itself; false if there is none.
+  bool order() {
+    auto row = t_.exec_params("SELECT status, customer_id, total_cents, " +
+                                ts("created_at") + ", " + ts("updated_at") +
+                                " FROM orders WHERE id = $1::uuid",
+                              order_id_);
+    if (row.empty())
+      return false;
+    out_.found = true;
+    out_.status = row[0][0].as<std::string>();
+    out_.customer_id = row[0][1].as<std::string>();
+    out_.total_cents = row[0][2].as<long long>();
+    out_.created_at = row[0][3].as<std::string>();
+    out_.updated_at = row[0][4].as<std::string>();
+    return true;
+  }
+
+  /// Its outbox rows, each with an empty entry per enabled consumer.
+  void events(const std::vector<std::string>& consumers) {
+    for (const auto& r : t_.exec_params(
            "SELECT event_id::text, event_type, seq, shard, "
            "coalesce(headers->>'traceparent', ''), " +
              ts("created_at") + ", " + ts("sent_at") +
              ", publish_attempts, republish_count, last_error, epoch, "
              "kafka_partition, kafka_offset FROM outbox WHERE order_id = "
              "$1::uuid ORDER BY seq",
-           order_id)) {
+           order_id_)) {
       traced_event e;
       e.event_id = r[0].as<std::string>();
       e.event_type = r[1].as<std::string>();
@@ -76,30 +84,24 @@ order_trace_rows read_order_trace(const std::string& dsn,
       e.offset = or_default(r[12], -1LL);
       for (auto& c : consumers)
         e.consumers[c];
-      out.events.push_back(std::move(e));
+      out_.events.push_back(std::move(e));
     }
-    std::vector<std::string> event_ids;
-    for (auto& e : out.events) {
-      by_id[e.event_id] = &e;
-      event_ids.push_back(e.event_id);
+    for (auto& e : out_.events) {
+      by_id_[e.event_id] = &e;
+      event_ids_.push_back(e.event_id);
     }
-    auto consumer_of = [&](const std::string& event,
-                           const std::string& c) -> traced_consumer* {
-      auto i = by_id.find(event);
-      if (i == by_id.end())
-        return nullptr;
-      auto j = i->second->consumers.find(c);
-      return j == i->second->consumers.end() ? nullptr : &j->second;
-    };
+  }
 
-    for (const auto& r : t.exec_params(
+  /// The consumers' marks: each applied one is a delivery.
+  void marks(const std::vector<std::string>& consumers) {
+    for (const auto& r : t_.exec_params(
            "SELECT p.consumer, p.event_id::text, " + ts("p.processed_at") +
              ", p.kafka_partition, p.kafka_offset, p.outcome FROM "
              "processed_events p "
              // Both key columns, so the primary key finds the marks.
              "WHERE p.consumer = ANY($1::text[]) AND p.event_id = "
              "ANY($2::uuid[])",
-           array_literal(consumers), array_literal(event_ids)))
+           array_literal(consumers), array_literal(event_ids_)))
       if (auto* c =
             consumer_of(r[1].as<std::string>(), r[0].as<std::string>())) {
         // A "discarded" mark is an operator's decision, not a delivery.
@@ -109,21 +111,28 @@ order_trace_rows read_order_trace(const std::string& dsn,
         c->deliveries.push_back({r[2].as<std::string>(), or_default(r[3], -1),
                                  or_default(r[4], -1LL), "applied", ""});
       }
-    for (const auto& r : t.exec_params(
+  }
+
+  void effects() {
+    for (const auto& r : t_.exec_params(
            "SELECT consumer, event_id::text, " + ts("applied_at") +
              ", kind, amount_cents FROM business_effects WHERE order_id = "
              "$1::uuid ORDER BY id",
-           order_id))
+           order_id_))
       if (auto* c = consumer_of(r[1].as<std::string>(), r[0].as<std::string>()))
         c->effects.push_back({r[2].as<std::string>(), r[3].as<std::string>(),
                               r[4].as<long long>()});
-    for (const auto& r : t.exec_params(
+  }
+
+  /// Each DLQ entry, whose parking is a delivery too.
+  void dlq_entries() {
+    for (const auto& r : t_.exec_params(
            "SELECT consumer, event_id, id, status, error_class, attempts, " +
              ts("parked_at") + ", " + ts("resolved_at") +
              ", source_partition, source_offset, coalesce(replay_partition, "
              "-1), coalesce(replay_offset, -1) FROM dlq_events WHERE "
              "order_key = $1",
-           order_id))
+           order_id_))
       if (auto* c =
             consumer_of(r[1].as<std::string>(), r[0].as<std::string>())) {
         traced_dlq_entry d;
@@ -141,10 +150,13 @@ order_trace_rows read_order_trace(const std::string& dsn,
           {d.parked_at, d.source_partition, d.source_offset, "parked", ""});
         c->dlq = d;
       }
+  }
 
-    // The order's journal lines, and for each crash the first restart of a
-    // crashed actor at that point after it.
-    for (const auto& r : t.exec_params(
+  /// The order's journal lines, and for each crash the first restart of a
+  /// crashed actor at that point after it. A suppressed redelivery and a
+  /// crash that rolled one back are deliveries too.
+  void journal() {
+    for (const auto& r : t_.exec_params(
            "SELECT " + ts("j.at") +
              ", j.kind, coalesce(j.point, ''), coalesce(j.actor, ''), "
              "coalesce(j.consumer, ''), coalesce(j.event_id::text, ''), "
@@ -157,7 +169,7 @@ order_trace_rows read_order_trace(const std::string& dsn,
              "FROM recovery_journal r WHERE r.kind = 'restart' AND r.point = "
              "c.point AND r.at >= c.at ORDER BY r.at LIMIT 1) r WHERE "
              "c.order_id = $1::uuid AND c.kind = 'crash' ORDER BY 1",
-           order_id)) {
+           order_id_)) {
       traced_incident i{r[0].as<std::string>(), r[1].as<std::string>(),
                         r[2].as<std::string>(), r[3].as<std::string>(),
                         r[4].as<std::string>(), r[5].as<std::string>(),
@@ -168,8 +180,44 @@ order_trace_rows read_order_trace(const std::string& dsn,
           {i.at, r[7].as<int>(), r[8].as<long long>(), "suppressed", ""});
       if (c && i.kind == "crash" && rolls_back_delivery(i.point))
         c->deliveries.push_back({i.at, -1, -1, "rolled_back", i.point});
-      out.incidents.push_back(std::move(i));
+      out_.incidents.push_back(std::move(i));
     }
+  }
+
+private:
+  traced_consumer* consumer_of(const std::string& event, const std::string& c) {
+    auto i = by_id_.find(event);
+    if (i == by_id_.end())
+      return nullptr;
+    auto j = i->second->consumers.find(c);
+    return j == i->second->consumers.end() ? nullptr : &j->second;
+  }
+
+  pqxx::read_transaction& t_;
+  const std::string& order_id_;
+  order_trace_rows& out_;
+  std::map<std::string, traced_event*> by_id_;
+  std::vector<std::string> event_ids_;
+};
+
+} // namespace
+
+order_trace_rows read_order_trace(const std::string& dsn,
+                                  const std::string& order_id,
+                                  const std::vector<std::string>& consumers) {
+  order_trace_rows out;
+  out.order_id = order_id;
+  try {
+    auto conn = open_connection(dsn);
+    pqxx::read_transaction t(*conn);
+    order_trace_reader read{t, order_id, out};
+    if (!read.order())
+      return out;
+    read.events(consumers);
+    read.marks(consumers);
+    read.effects();
+    read.dlq_entries();
+    read.journal();
     for (auto& e : out.events)
       for (auto& [name, c] : e.consumers)
         std::sort(c.deliveries.begin(), c.deliveries.end(),

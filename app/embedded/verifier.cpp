@@ -15,30 +15,31 @@
 
 namespace ef::app {
 
-verification verify(const config::settings& cfg, const std::string& dsn,
-                    const std::string& brokers) {
-  verification v;
-  auto cluster = kafka::cluster_of(cfg, brokers);
-  auto& consumers = cfg.consumer.enabled;
-  v.violations = persistence::check_database(dsn, consumers, v.counts);
-  // I5: below each group's committed offset, every record must have its DB
-  // decision (the consumer's mark). Read offsets before marks: marks only
-  // grow, so a record counted as committed here is checked conservatively.
-  auto& topic = cfg.kafka.topic;
-  auto parts = cfg.kafka.partitions;
-  auto read_committed = [&] {
-    std::map<std::string, std::vector<std::int64_t>> now;
-    for (auto& c : consumers)
-      now[c] =
-        kafka::committed_offsets(cluster, "eventforge." + c, topic, parts);
-    return now;
-  };
-  auto committed = read_committed();
-  auto records = kafka::read_all(cluster, topic, parts);
-  auto marks = persistence::processed_marks(dsn);
+namespace {
+
+using committed_map = std::map<std::string, std::vector<std::int64_t>>;
+
+/// Each enabled consumer's group's committed offsets, per partition.
+committed_map read_committed(const kafka::connection& cluster,
+                             const config::settings& cfg) {
+  committed_map now;
+  for (auto& c : cfg.consumer.enabled)
+    now[c] = kafka::committed_offsets(cluster, "eventforge." + c,
+                                      cfg.kafka.topic, cfg.kafka.partitions);
+  return now;
+}
+
+/// I5: below each group's committed offset, every record must have its DB
+/// decision (the consumer's mark). Also counts the records and the
+/// duplicate event IDs; returns the log end of each partition.
+std::vector<std::int64_t>
+check_records(const std::vector<kafka::stored_record>& records,
+              const committed_map& committed,
+              const std::set<std::pair<std::string, std::string>>& marks,
+              const config::settings& cfg, verification& v) {
   v.records = static_cast<long>(records.size());
   std::set<std::string> seen;
-  std::vector<std::int64_t> ends(parts, 0);
+  std::vector<std::int64_t> ends(cfg.kafka.partitions, 0);
   for (auto& r : records) {
     ends[r.partition] = std::max(ends[r.partition], r.offset + 1);
     std::string error;
@@ -46,8 +47,8 @@ verification verify(const config::settings& cfg, const std::string& dsn,
     auto event_id = ev ? ev->event_id : r.event_id;
     if (!event_id.empty() && !seen.insert(event_id).second)
       ++v.duplicates;
-    for (auto& c : consumers) {
-      if (r.offset >= committed[c][r.partition])
+    for (auto& c : cfg.consumer.enabled) {
+      if (r.offset >= committed.at(c)[r.partition])
         continue;
       if (!ev) {
         v.violations.push_back(
@@ -67,29 +68,39 @@ verification verify(const config::settings& cfg, const std::string& dsn,
       }
     }
   }
-  // Offsets follow the marks: a gap that is still closing is not yet a
-  // violation. Read them again while they move (bounded).
-  auto lagging = [&] {
-    for (auto& c : consumers)
-      for (int p = 0; p < parts; ++p)
-        if (ends[p] > 0 && committed[c][p] < ends[p])
-          return true;
-    return false;
-  };
+  return ends;
+}
+
+bool lagging(const committed_map& committed,
+             const std::vector<std::int64_t>& ends) {
+  for (auto& [c, offsets] : committed)
+    for (size_t p = 0; p < ends.size(); ++p)
+      if (ends[p] > 0 && offsets[p] < ends[p])
+        return true;
+  return false;
+}
+
+/// Offsets follow the marks: a gap that is still closing is not yet a
+/// violation. Reads them again while they move (bounded: 5 s, or 500 ms
+/// without a change), then reports every partition not drained.
+void check_drained(const kafka::connection& cluster,
+                   const config::settings& cfg,
+                   const std::vector<std::int64_t>& ends,
+                   committed_map& committed, verification& v) {
   using clock = std::chrono::steady_clock;
   auto give_up = clock::now() + std::chrono::seconds(5);
   auto last_change = clock::now();
-  while (lagging() && clock::now() < give_up &&
+  while (lagging(committed, ends) && clock::now() < give_up &&
          clock::now() - last_change < std::chrono::milliseconds(500)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto now = read_committed();
+    auto now = read_committed(cluster, cfg);
     if (now != committed) {
       committed = std::move(now);
       last_change = clock::now();
     }
   }
-  for (auto& c : consumers)
-    for (int p = 0; p < parts; ++p)
+  for (auto& c : cfg.consumer.enabled)
+    for (int p = 0; p < cfg.kafka.partitions; ++p)
       if (ends[p] > 0 && committed[c][p] < ends[p])
         v.violations.push_back({"drain",
                                 "partition " + std::to_string(p) +
@@ -97,8 +108,15 @@ verification verify(const config::settings& cfg, const std::string& dsn,
                                   std::to_string(committed[c][p]) +
                                   ", log end " + std::to_string(ends[p]),
                                 "", "", c});
+}
 
-  // Did anything move while we read? Then the checks above mixed states.
+/// What moved while the checks read (counts, log ends, offsets): then they
+/// mixed states. "" if nothing did.
+std::string what_moved(const kafka::connection& cluster,
+                       const config::settings& cfg, const std::string& dsn,
+                       const verification& v,
+                       const std::vector<std::int64_t>& ends,
+                       const committed_map& committed) {
   std::ostringstream moved;
   auto note = [&](const std::string& what, long before, long after) {
     if (before != after)
@@ -111,16 +129,36 @@ verification verify(const config::settings& cfg, const std::string& dsn,
   note("unsent", v.counts.unsent, again.unsent);
   note("marks", v.counts.marks, again.marks);
   note("effects", v.counts.effects, again.effects);
-  auto ends_again = kafka::log_end_offsets(cluster, topic, parts);
+  auto parts = cfg.kafka.partitions;
+  auto ends_again = kafka::log_end_offsets(cluster, cfg.kafka.topic, parts);
   for (int p = 0; p < parts; ++p)
     if (ends[p] > 0 || ends_again[p] > 0)
       note("log end of partition " + std::to_string(p), ends[p], ends_again[p]);
-  auto committed_again = read_committed();
-  for (auto& c : consumers)
+  auto committed_again = read_committed(cluster, cfg);
+  for (auto& c : cfg.consumer.enabled)
     for (int p = 0; p < parts; ++p)
-      note(c + "'s offset of partition " + std::to_string(p), committed[c][p],
-           committed_again[c][p]);
-  v.moving = moved.str();
+      note(c + "'s offset of partition " + std::to_string(p),
+           committed.at(c)[p], committed_again[c][p]);
+  return moved.str();
+}
+
+} // namespace
+
+verification verify(const config::settings& cfg, const std::string& dsn,
+                    const std::string& brokers) {
+  verification v;
+  auto cluster = kafka::cluster_of(cfg, brokers);
+  v.violations =
+    persistence::check_database(dsn, cfg.consumer.enabled, v.counts);
+  // Offsets before marks: marks only grow, so a record counted as
+  // committed here is checked conservatively.
+  auto committed = read_committed(cluster, cfg);
+  auto records =
+    kafka::read_all(cluster, cfg.kafka.topic, cfg.kafka.partitions);
+  auto marks = persistence::processed_marks(dsn);
+  auto ends = check_records(records, committed, marks, cfg, v);
+  check_drained(cluster, cfg, ends, committed, v);
+  v.moving = what_moved(cluster, cfg, dsn, v, ends, committed);
   return v;
 }
 

@@ -118,11 +118,19 @@ private:
   /// expired one is disarmed and forgotten here).
   std::string busy_with();
 
-  /// Replays the order's DLQ entry for `consumer` in the background, once it
-  /// is parked and the consumer's offset has moved past the parked record
-  /// (before that, a crash may still deliver the original again, which
-  /// would park it once more over the replay), then waits until the entry
-  /// says replayed and disarms the run.
+  /// Arms the scenario's crash point, poison or Kafka fault for the run's
+  /// trace (a broker-down run takes the brokers down now); "" if armed,
+  /// else why not.
+  std::string arm(const scenario& s, const std::string& trace_id,
+                  const std::string& focus,
+                  const std::shared_ptr<run_state>& state);
+
+  /// Places the run's order as a client would, sending the same keyed
+  /// request again while no answer comes (each retry kept in `retries` for
+  /// the journal); "" once run.order_id is set, else why it is not.
+  std::string place_order(const scenario& s, scenario_run& run,
+                          std::vector<persistence::journal_line>& retries);
+
   /// Runs `command` on the cluster; false (and logged) if it was refused.
   bool fault(const std::string& command);
 
@@ -131,6 +139,11 @@ private:
   void bring_brokers_back(std::chrono::milliseconds down_for,
                           std::shared_ptr<run_state> state);
 
+  /// Replays the order's DLQ entry for `consumer` in the background, once it
+  /// is parked and the consumer's offset has moved past the parked record
+  /// (before that, a crash may still deliver the original again, which
+  /// would park it once more over the replay), then waits until the entry
+  /// says replayed and disarms the run (scenario_follow_up.cpp).
   void replay_when_parked(const std::string& order_id,
                           const std::string& consumer,
                           std::shared_ptr<run_state> state);

@@ -85,6 +85,70 @@ T scalar(const std::string& dsn, const std::string& sql) {
   return t.exec1(sql)[0].as<T>();
 }
 
+/// What the clerk placed and cancelled, asked one order at a time.
+struct placed_orders {
+  int placed = 0;
+  int cancelled = 0;
+};
+
+placed_orders place_orders(caf::actor_system& sys, const caf::actor& desk,
+                           const host_config& cfg) {
+  placed_orders n;
+  caf::scoped_actor self{sys};
+  for (int i = 0; i < cfg.orders; ++i) {
+    auto customer = "customer-" + std::to_string(i % cfg.customers);
+    self
+      ->request(desk, 30s, place_atom::value, customer,
+                std::int64_t{999 + 137 * i})
+      .receive(
+        [&](std::string& order_id) {
+          ++n.placed;
+          if (cfg.cancel_every > 0 && i % cfg.cancel_every == 0)
+            self->request(desk, 30s, cancel_atom::value, order_id)
+              .receive([&](bool) { ++n.cancelled; },
+                       [&](caf::error& e) {
+                         std::cerr << "cancel: " << sys.render(e) << "\n";
+                       });
+        },
+        [&](caf::error& e) {
+          std::cerr << "place: " << sys.render(e) << "\n";
+        });
+  }
+  return n;
+}
+
+/// The host's own check of its consumer's effects, from the database.
+struct loyalty_check {
+  long wrong_balances = 0; ///< customers whose points are not their orders'
+  long awards = 0;         ///< points_earned effects
+  long wrong_units = 0;    ///< orders whose counted units are not their lines'
+  long crashes = 0;        ///< crashes injected (chaos in the INI)
+};
+
+loyalty_check check_loyalty(const std::string& dsn) {
+  loyalty_check c;
+  c.wrong_balances = scalar<long>(
+    dsn, "SELECT count(*) FROM (SELECT customer_id, sum(total_cents / 100) "
+         "AS points FROM orders GROUP BY customer_id) want FULL JOIN "
+         "loyalty_points got USING (customer_id) "
+         "WHERE got.points IS DISTINCT FROM want.points");
+  c.awards = scalar<long>(dsn, "SELECT count(*) FROM business_effects "
+                               "WHERE consumer = 'loyalty' AND "
+                               "kind = 'points_earned'");
+  // The units the consumer counted from the lines it was given, against
+  // the lines the API wrote (the host's check may read EventForge's
+  // tables; the consumer does not).
+  c.wrong_units = scalar<long>(
+    dsn, "SELECT count(*) FROM (SELECT order_id, sum(qty) AS units FROM "
+         "order_items GROUP BY order_id) want FULL JOIN (SELECT order_id, "
+         "quantity AS units FROM business_effects WHERE consumer = 'loyalty' "
+         "AND kind = 'points_earned') "
+         "got USING (order_id) WHERE got.units IS DISTINCT FROM want.units");
+  c.crashes = scalar<long>(dsn, "SELECT count(*) FROM recovery_journal WHERE "
+                                "kind = 'crash'");
+  return c;
+}
+
 } // namespace
 
 // [doc:host-start]
@@ -114,29 +178,7 @@ int main(int argc, char** argv) {
   const auto& where = eventforge.where();
   auto desk = sys.spawn(clerk, eventforge.root());
   // [/doc:host-start]
-  int placed = 0, cancelled = 0;
-  {
-    caf::scoped_actor self{sys};
-    for (int i = 0; i < cfg.orders; ++i) {
-      auto customer = "customer-" + std::to_string(i % cfg.customers);
-      self
-        ->request(desk, 30s, place_atom::value, customer,
-                  std::int64_t{999 + 137 * i})
-        .receive(
-          [&](std::string& order_id) {
-            ++placed;
-            if (cfg.cancel_every > 0 && i % cfg.cancel_every == 0)
-              self->request(desk, 30s, cancel_atom::value, order_id)
-                .receive([&](bool) { ++cancelled; },
-                         [&](caf::error& e) {
-                           std::cerr << "cancel: " << sys.render(e) << "\n";
-                         });
-          },
-          [&](caf::error& e) {
-            std::cerr << "place: " << sys.render(e) << "\n";
-          });
-    }
-  }
+  auto [placed, cancelled] = place_orders(sys, desk, cfg);
 
   // Everything placed so far published, applied and committed: what
   // verify reads no longer moves.
@@ -144,26 +186,7 @@ int main(int argc, char** argv) {
     ef::await_applied(s, where, std::chrono::seconds(cfg.timeout_s)).gap;
 
   const auto& dsn = where.database_dsn;
-  auto wrong_balances = scalar<long>(
-    dsn, "SELECT count(*) FROM (SELECT customer_id, sum(total_cents / 100) "
-         "AS points FROM orders GROUP BY customer_id) want FULL JOIN "
-         "loyalty_points got USING (customer_id) "
-         "WHERE got.points IS DISTINCT FROM want.points");
-  auto awards = scalar<long>(dsn, "SELECT count(*) FROM business_effects "
-                                  "WHERE consumer = 'loyalty' AND "
-                                  "kind = 'points_earned'");
-  // The units the consumer counted from the lines it was given, against
-  // the lines the API wrote (the host's check may read EventForge's
-  // tables; the consumer does not).
-  auto wrong_units = scalar<long>(
-    dsn, "SELECT count(*) FROM (SELECT order_id, sum(qty) AS units FROM "
-         "order_items GROUP BY order_id) want FULL JOIN (SELECT order_id, "
-         "quantity AS units FROM business_effects WHERE consumer = 'loyalty' "
-         "AND kind = 'points_earned') "
-         "got USING (order_id) WHERE got.units IS DISTINCT FROM want.units");
-  auto crashes =
-    scalar<long>(dsn, "SELECT count(*) FROM recovery_journal WHERE "
-                      "kind = 'crash'");
+  auto [wrong_balances, awards, wrong_units, crashes] = check_loyalty(dsn);
   auto verdict = ef::app::verify(s, dsn, where.kafka_brokers);
 
   // Stop EventForge's tree alone; the host's clerk outlives it.

@@ -1,0 +1,45 @@
+#pragma once
+
+#include "app/cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace ef::app {
+
+/// One subcommand of `eventforge`. main() gives each its CLI11 subcommand
+/// with every config key on it (config_options), lets it declare the
+/// options of its own, and runs the one the command line names once the
+/// configuration is resolved and logging is set up.
+class command {
+public:
+  virtual ~command() = default;
+  virtual const char* name() const = 0;
+  virtual const char* help() const = 0;
+  /// Declares the command's own arguments; the parsed values are kept in
+  /// the command object until run().
+  virtual void add_arguments(CLI::App&) {}
+  /// The exit status: 0 done, 1 failed, 2 a usage error (the commands'
+  /// own meanings are in their help and docs/operations.md).
+  virtual int run(configuration& c) = 0;
+};
+
+/// Every command that runs on a resolved configuration, in the order
+/// `--help` lists them. (`config-reference` takes no configuration and is
+/// main()'s own.)
+std::vector<std::unique_ptr<command>> commands();
+
+// One factory per command; each lives in the file of its name.
+std::unique_ptr<command> serve_command();
+std::unique_ptr<command> broker_command();
+std::unique_ptr<command> migrate_command();
+std::unique_ptr<command> verify_command();
+std::unique_ptr<command> status_command();
+std::unique_ptr<command> dlq_command();
+std::unique_ptr<command> republish_command();
+std::unique_ptr<command> chaos_command();
+std::unique_ptr<command> bench_command();
+
+} // namespace ef::app

@@ -1,0 +1,19 @@
+#include "app/command.hpp"
+
+namespace ef::app {
+
+std::vector<std::unique_ptr<command>> commands() {
+  std::vector<std::unique_ptr<command>> all;
+  all.push_back(serve_command());
+  all.push_back(broker_command());
+  all.push_back(migrate_command());
+  all.push_back(verify_command());
+  all.push_back(status_command());
+  all.push_back(dlq_command());
+  all.push_back(republish_command());
+  all.push_back(chaos_command());
+  all.push_back(bench_command());
+  return all;
+}
+
+} // namespace ef::app

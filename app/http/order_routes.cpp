@@ -1,0 +1,95 @@
+// The order routes: POST /orders, POST /orders/{id}/cancel,
+// GET /orders/{id}. Each is one request to the root actor; its reply, or
+// its error, completes the HTTP request (no HTTP thread waits).
+
+#include "app/http/frontend_impl.hpp"
+#include "app/http/order_request.hpp"
+#include "messages/ids.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <random>
+
+namespace ef::app {
+
+namespace {
+
+using json = nlohmann::json;
+using http::request;
+using http::response;
+
+bool is_hex(const std::string& s, size_t from, size_t n) {
+  for (size_t i = from; i < from + n; ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(s[i])))
+      return false;
+  return true;
+}
+
+/// Continues the caller's W3C trace context, or starts a new trace.
+std::string traceparent_of(const request& req) {
+  auto* h = req.header("traceparent");
+  auto tp = h ? *h : std::string{};
+  if (tp.size() == 55 && tp[2] == '-' && tp[35] == '-' && tp[52] == '-' &&
+      is_hex(tp, 0, 2) && is_hex(tp, 3, 32) && is_hex(tp, 36, 16) &&
+      is_hex(tp, 53, 2))
+    return tp;
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[56];
+  std::snprintf(buf, sizeof(buf), "00-%016llx%016llx-%016llx-01",
+                static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+} // namespace
+
+void http_frontend::impl::create_order_route(request& req, responder done) {
+  auto key = req.header("Idempotency-Key");
+  auto type = req.header("Content-Type");
+  auto parsed =
+    http::parse_order({type ? *type : "", std::move(req.body),
+                       key ? std::optional<std::string>{*key} : std::nullopt});
+  if (auto* refused = std::get_if<http::refusal>(&parsed))
+    return done(
+      response::error(refused->status, refused->message, refused->field));
+  auto cmd = std::get<create_order>(std::move(parsed));
+  cmd.traceparent = traceparent_of(req);
+  ask<order_accepted>(
+    std::move(cmd), done,
+    [](order_accepted& a) {
+      auto res = response::json(201, json{{"order_id", a.order_id},
+                                          {"event_id", a.event_id},
+                                          {"status", a.status}}
+                                       .dump());
+      if (a.replayed)
+        res.headers.emplace_back("Idempotent-Replayed", "true");
+      return res;
+    },
+    writes::create);
+}
+
+// A cancel carries no body (none is needed; RFC 9112 allows none).
+void http_frontend::impl::cancel_order_route(request& req, responder done) {
+  auto& id = req.params.at("id");
+  if (!is_uuid(id))
+    return done(response::error(404, "no such order", "order_id"));
+  ask<cancel_accepted>(
+    cancel_order{id, traceparent_of(req)}, done,
+    [](cancel_accepted& a) {
+      return response::json(
+        202, json{{"order_id", a.order_id}, {"event_id", a.event_id}}.dump());
+    },
+    writes::cancel);
+}
+
+void http_frontend::impl::get_order_route(request& req, responder done) {
+  auto& id = req.params.at("id");
+  if (!is_uuid(id))
+    return done(response::error(404, "no such order", "order_id"));
+  ask<order_view>(get_order{id}, done,
+                  [](order_view& v) { return response::json(200, v.json); });
+}
+
+} // namespace ef::app
