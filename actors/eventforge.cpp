@@ -108,7 +108,8 @@ bool stop(caf::actor_system& sys, const eventforge_actor& root,
 namespace {
 
 /// The enabled consumers, by name; throws std::invalid_argument naming the
-/// first enabled name that is not registered.
+/// first enabled name that is not registered, or a consumer the host
+/// registered that is not enabled.
 std::map<std::string, consumer_ptr>
 enabled_consumers(const config::settings& cfg,
                   const consumer_registry& registry) {
@@ -125,6 +126,10 @@ enabled_consumers(const config::settings& cfg,
     }
     out.emplace(name, std::move(c));
   }
+  // A consumer the host registered but did not enable would never run:
+  // refused like a name that is not registered.
+  if (auto idle = registry.not_enabled(cfg.consumer.enabled); !idle.empty())
+    throw std::invalid_argument(idle);
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include "consumers/billing.hpp"
 #include "consumers/fulfillment.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace ef {
@@ -21,6 +22,7 @@ consumer_registry consumer_registry::with_builtins() {
   consumer_registry r;
   r.add(make_fulfillment_consumer());
   r.add(make_billing_consumer());
+  r.builtins_ = {"fulfillment", "billing"};
   return r;
 }
 
@@ -44,6 +46,22 @@ consumer_registry& consumer_registry::add(consumer_ptr c) {
 consumer_ptr consumer_registry::find(const std::string& name) const {
   auto i = by_name_.find(name);
   return i == by_name_.end() ? nullptr : i->second;
+}
+
+std::string
+consumer_registry::not_enabled(const std::vector<std::string>& enabled) const {
+  for (auto& [name, c] : by_name_) {
+    if (builtins_.count(name) ||
+        std::find(enabled.begin(), enabled.end(), name) != enabled.end())
+      continue;
+    std::string list;
+    for (auto& e : enabled)
+      list += (list.empty() ? "" : ", ") + e;
+    return "consumer \"" + name +
+           "\" is registered but not in consumer.enabled (" + list +
+           "): it would never run; enable it or do not register it";
+  }
+  return {};
 }
 
 std::vector<std::string> consumer_registry::names() const {

@@ -161,3 +161,25 @@ TEST_CASE("an_enabled_consumer_nobody_registered_stops_start_naming_it") {
   CHECK(db.scalar<int>("SELECT count(*) FROM pg_tables WHERE tablename = "
                        "'consumer_migrations'") == 0);
 }
+
+TEST_CASE("a_registered_consumer_that_is_not_enabled_stops_start_naming_it") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.consumer.enabled = {"fulfillment"}; // billing, a built-in, may be off
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  caf::actor_system_config caf_cfg;
+  ef::configure_actor_system(caf_cfg);
+  caf::actor_system sys{caf_cfg};
+  try {
+    ef::start(sys, cfg, {db.dsn(), broker.bootstrap_servers()}, nullptr,
+              nullptr, with_points());
+    FAIL("started with a registered consumer that would never run");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()) ==
+          "consumer \"points\" is registered but not in consumer.enabled "
+          "(fulfillment): it would never run; enable it or do not register "
+          "it");
+  }
+  CHECK(db.scalar<int>("SELECT count(*) FROM pg_tables WHERE tablename = "
+                       "'consumer_migrations'") == 0);
+}

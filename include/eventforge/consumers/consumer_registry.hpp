@@ -3,6 +3,7 @@
 #include <eventforge/consumers/consumer.hpp>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,16 @@ public:
   /// Every registered name, sorted.
   std::vector<std::string> names() const;
 
+  /// A message naming the first consumer the host registered (not a
+  /// built-in one, which a host may leave off) that `enabled` does not
+  /// name: it would never run. "" if there is none. ef::start refuses such
+  /// a tree.
+  std::string not_enabled(const std::vector<std::string>& enabled) const;
+
 private:
   std::map<std::string, consumer_ptr> by_name_;
+  /// The names with_builtins() registered.
+  std::set<std::string> builtins_;
 };
 
 /// Whether `name` may name a consumer: non-empty, lowercase letters,
