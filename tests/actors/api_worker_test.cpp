@@ -9,7 +9,9 @@
 // before its transaction or became late during it; a failing command in a
 // batch fails only its own requester; a full batch is written at once, a
 // flush with nothing gathered writes nothing; a drain commits what is
-// gathered and answers its requesters before its report.
+// gathered and answers its requesters before its report; a worker that
+// stops answers every command it holds: "nothing was written" while the
+// command waits, "outcome unknown" once its transaction began.
 
 #include "actors/api_worker.hpp"
 #include "tests/support/actor_fixture.hpp"
@@ -326,4 +328,38 @@ TEST_CASE_METHOD(
   expect((flush_atom), from(worker).to(worker).with(_));
   INFO("the batch's own flush, after the drain, writes nothing");
   CHECK(db->transactions == 1);
+}
+
+TEST_CASE_METHOD(api_fixture,
+                 "a_worker_stopped_while_a_command_waits_for_its_batch_answers_"
+                 "that_nothing_was_written") {
+  start(1'000'000);
+  order(alice, "alice");
+  expect((create_order), from(alice).to(worker).with(_));
+  caf::anon_send_exit(worker, caf::exit_reason::kill);
+  sched.run_once(); // the worker takes the exit and stops
+  INFO("refused answer: " << error_text(alice));
+  CHECK_THAT(error_text(alice), Catch::Contains("nothing was written"));
+  expect((caf::error), from(worker).to(alice).with(unavailable()));
+  disallow((caf::error), from(worker).to(alice));
+  INFO("no transaction began");
+  CHECK(db->transactions == 0);
+}
+
+TEST_CASE_METHOD(api_fixture,
+                 "a_worker_that_fails_during_its_commit_answers_every_command_"
+                 "of_the_batch_that_its_outcome_is_unknown") {
+  start(0);
+  order(alice, "alice");
+  order(bob, "bob");
+  // The worker fails inside its transaction (a crash, say, or a bug).
+  db->during_write = [] { throw std::logic_error("worker failed mid-commit"); };
+  expect((create_order), from(alice).to(worker).with(_));
+  expect((create_order), from(bob).to(worker).with(_));
+  expect((flush_atom), from(worker).to(worker).with(_));
+  auto unknown = make_api_error(api_errc::outcome_unknown, "");
+  expect((caf::error), from(worker).to(alice).with(unknown));
+  expect((caf::error), from(worker).to(bob).with(unknown));
+  disallow((caf::error), from(worker).to(alice));
+  disallow((order_accepted), from(worker).to(alice));
 }
