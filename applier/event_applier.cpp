@@ -209,33 +209,27 @@ std::string lock_opening(pqxx::connection& c, const std::string& consumer,
             array_literal(ids.offsets), array_literal(ids.orders)});
 }
 
-/// The rules for `input` (one partition's events, in offset order) inside
-/// `w`, whose opening took the locks of their orders and ran the guard and
-/// the reads; leaves `w` open, its last writes to travel with its COMMIT.
-/// Returns the outcomes of the events before the first one whose order is
-/// missing (that one and the rest are unmarked: they need retries of their
-/// own). Each event gets exactly the outcome it would get applied alone, after
-/// the ones before it.
-std::vector<apply_outcome> apply_in(persistence::opening_transaction& w,
-                                    const consumer& rule,
-                                    const std::string& consumer,
-                                    const std::vector<order_event>& input,
-                                    const batch_ids& ids) {
-  auto n = input.size();
-  const auto& ev_ids = ids.events;
-  const auto& order_ids = ids.orders;
-  // The idempotency guard (a concurrent duplicate waited for the lock
-  // until the first transaction ended, and inserts nothing) and the reads.
+/// What a batch's opening read: the events this transaction marked (the
+/// others were marked before: duplicates) and each order's rows.
+struct opened_batch {
   std::set<std::string> fresh;
-  std::map<std::string, order_rows> state;
+  std::map<std::string, order_rows> orders;
+};
+
+/// The opening's rows (sql::mark_and_read), by their first column: 0 an
+/// order, 1 its outbox history, 2 an effect kind, 3 an item line, 4 an
+/// event the guard marked now. A concurrent duplicate waited for the order
+/// lock until the first transaction ended, and marked nothing.
+opened_batch read_opened(const pqxx::result& rows) {
+  opened_batch b;
   std::map<std::string, std::map<int, order_item>> lines; // by line number
-  for (const auto& row : w.opened()) {
+  for (const auto& row : rows) {
     auto kind = row[0].as<int>();
     if (kind == 4) {
-      fresh.insert(row[1].as<std::string>());
+      b.fresh.insert(row[1].as<std::string>());
       continue;
     }
-    auto& o = state[row[1].as<std::string>()];
+    auto& o = b.orders[row[1].as<std::string>()];
     switch (kind) {
     case 0:
       o.exists = true;
@@ -257,60 +251,94 @@ std::vector<apply_outcome> apply_in(persistence::opening_transaction& w,
                    row[8].as<std::int64_t>()};
     }
   }
-  // An event repeated within the batch counts once: later copies are
-  // duplicates, as they would be one transaction later.
-  std::vector<bool> first(n);
-  std::set<std::string> seen;
-  bool any = false;
-  for (size_t i = 0; i < n; ++i) {
-    first[i] = fresh.count(ev_ids[i]) && seen.insert(ev_ids[i]).second;
-    any = any || first[i];
-  }
-  if (!any)
-    return std::vector<apply_outcome>(n, apply_outcome::duplicate);
   for (auto& [id, by_line] : lines)
     for (auto& [line, item] : by_line)
-      state[id].state.lines.push_back(std::move(item));
+      b.orders[id].state.lines.push_back(std::move(item));
+  return b;
+}
+
+/// Which events of the batch this transaction applies: those it marked, and
+/// of an event repeated within the batch the first copy only (later copies
+/// are duplicates, as they would be one transaction later).
+std::vector<bool> first_copies(const std::vector<std::string>& events,
+                               const std::set<std::string>& fresh) {
+  std::vector<bool> first(events.size());
+  std::set<std::string> seen;
+  for (size_t i = 0; i < events.size(); ++i)
+    first[i] = fresh.count(events[i]) && seen.insert(events[i]).second;
+  return first;
+}
+
+/// Earlier events of `o` this consumer still needs before `event_id`:
+/// neither applied (before this transaction, or earlier in it: `applied`)
+/// nor parked. Events no longer in the outbox (retention) have none.
+std::vector<std::int64_t> missing_before(const order_rows& o,
+                                         const std::string& event_id,
+                                         const std::set<std::string>& fresh,
+                                         const std::set<std::string>& applied) {
+  std::vector<std::int64_t> missing;
+  for (auto& self : o.history) {
+    if (self.event_id != event_id)
+      continue;
+    for (auto& h : o.history) {
+      bool done =
+        fresh.count(h.event_id) ? applied.count(h.event_id) > 0 : h.processed;
+      if (h.seq < self.seq && !done && !h.parked)
+        missing.push_back(h.seq);
+    }
+  }
+  return missing;
+}
+
+/// What a batch's rules decided to write; it travels with the COMMIT.
+struct batch_writes {
+  std::vector<std::string> unmark, requeue_events;
+  std::vector<std::int64_t> requeue_seqs;
+  std::vector<std::string> fx_events, fx_orders, fx_kinds;
+  std::vector<std::int64_t> fx_amounts, fx_quantities;
+
+  void effect_of(const std::string& event, const std::string& order,
+                 const effect& e) {
+    fx_events.push_back(event);
+    fx_orders.push_back(order);
+    fx_kinds.push_back(e.kind);
+    fx_amounts.push_back(e.amount_cents);
+    fx_quantities.push_back(e.quantity);
+  }
+};
+
+/// The consumer's rules over the batch, event by event, in offset order:
+/// each event gets exactly the outcome it would get applied alone, after
+/// the ones before it. Stops at the first event whose order is missing
+/// (that one and the rest are unmarked: they need retries of their own).
+std::vector<apply_outcome>
+apply_rules(persistence::opening_transaction& w, const consumer& rule,
+            const std::vector<order_event>& input, const batch_ids& ids,
+            const std::vector<bool>& first, opened_batch& batch,
+            batch_writes& writes) {
   auto types = rule.event_types();
   auto handles = [&](const std::string& type) {
     return std::find(types.begin(), types.end(), type) != types.end();
   };
   auto tx = rule.begin(w);
-
   std::vector<apply_outcome> out;
   std::set<std::string> applied; // events applied earlier in this batch
-  std::vector<std::string> unmark, requeue_events;
-  std::vector<std::int64_t> requeue_seqs;
-  std::vector<std::string> fx_events, fx_orders, fx_kinds;
-  std::vector<std::int64_t> fx_amounts, fx_quantities;
   size_t i = 0;
-  for (; i < n; ++i) {
+  for (; i < input.size(); ++i) {
     if (!first[i]) {
       out.push_back(apply_outcome::duplicate); // wrote nothing
       continue;
     }
-    auto& o = state[order_ids[i]];
+    auto& o = batch.orders[ids.orders[i]];
     if (!o.exists)
       break; // order_missing: this event and the rest are not applied here
-    // Earlier events of the order this consumer still needs: neither
-    // applied (before this transaction, or earlier in it) nor parked.
-    // Events not in the outbox (retention) have no predecessors.
-    std::vector<std::int64_t> missing;
-    for (auto& self : o.history) {
-      if (self.event_id != ev_ids[i])
-        continue;
-      for (auto& h : o.history) {
-        bool done =
-          fresh.count(h.event_id) ? applied.count(h.event_id) > 0 : h.processed;
-        if (h.seq < self.seq && !done && !h.parked)
-          missing.push_back(h.seq);
-      }
-    }
+    auto missing = missing_before(o, ids.events[i], batch.fresh, applied);
     if (!missing.empty()) {
       // Queued again, in seq order, by the relay: they arrive in order.
-      unmark.push_back(ev_ids[i]);
-      requeue_events.push_back(ev_ids[i]);
-      requeue_seqs.insert(requeue_seqs.end(), missing.begin(), missing.end());
+      writes.unmark.push_back(ids.events[i]);
+      writes.requeue_events.push_back(ids.events[i]);
+      writes.requeue_seqs.insert(writes.requeue_seqs.end(), missing.begin(),
+                                 missing.end());
       out.push_back(apply_outcome::deferred);
       continue;
     }
@@ -319,48 +347,68 @@ std::vector<apply_outcome> apply_in(persistence::opening_transaction& w,
     auto e = handles(input[i].event_type) ? tx->apply(input[i], o.state)
                                           : effect{"ignored", 0};
     o.state.effect_kinds.insert(e.kind);
-    fx_events.push_back(ev_ids[i]);
-    fx_orders.push_back(order_ids[i]);
-    fx_kinds.push_back(e.kind);
-    fx_amounts.push_back(e.amount_cents);
-    fx_quantities.push_back(e.quantity);
-    applied.insert(ev_ids[i]);
+    writes.effect_of(ids.events[i], ids.orders[i], e);
+    applied.insert(ids.events[i]);
     out.push_back(apply_outcome::applied);
   }
-  for (; i < n; ++i)
+  for (; i < input.size(); ++i)
     if (first[i])
-      unmark.push_back(ev_ids[i]);
-
+      writes.unmark.push_back(ids.events[i]);
   tx->finish();
-  // A changed status rides on the order's last effect row; a rule changes
-  // a status only while applying an event, which always has its row.
-  std::vector<std::optional<std::string>> fx_statuses(fx_events.size());
+  return out;
+}
+
+/// The batch's writes as the statements COMMIT carries (close_with):
+/// nothing reads them before. A changed status rides on the order's last
+/// effect row; a rule changes a status only while applying an event, which
+/// always has its row.
+std::string closing_of(pqxx::connection_base& c, const std::string& consumer,
+                       const batch_writes& wr,
+                       const std::map<std::string, order_rows>& orders) {
+  std::vector<std::optional<std::string>> statuses(wr.fx_events.size());
   std::map<std::string, size_t> last_effect;
-  for (size_t k = 0; k < fx_orders.size(); ++k)
-    last_effect[fx_orders[k]] = k;
+  for (size_t k = 0; k < wr.fx_orders.size(); ++k)
+    last_effect[wr.fx_orders[k]] = k;
   for (auto& [id, k] : last_effect)
-    if (auto& o = state[id]; o.exists && o.state.status != o.read_status)
-      fx_statuses[k] = o.state.status;
-  // The writes wait for the COMMIT (close_with): nothing reads them before.
-  auto& c = w.conn();
+    if (auto& o = orders.at(id); o.exists && o.state.status != o.read_status)
+      statuses[k] = o.state.status;
   std::string closing;
   auto then = [&](const std::string& name,
                   const std::vector<std::string>& args) {
     closing +=
       (closing.empty() ? "" : "; ") + persistence::execute_sql(c, name, args);
   };
-  if (!fx_events.empty())
+  if (!wr.fx_events.empty())
     then("write_effects",
-         {consumer, array_literal(fx_events), array_literal(fx_orders),
-          array_literal(fx_kinds), array_literal(fx_amounts),
-          array_literal(fx_quantities),
-          persistence::nullable_array_literal(fx_statuses)});
-  if (!unmark.empty())
-    then("unmark", {consumer, array_literal(unmark)});
-  if (!requeue_events.empty())
+         {consumer, array_literal(wr.fx_events), array_literal(wr.fx_orders),
+          array_literal(wr.fx_kinds), array_literal(wr.fx_amounts),
+          array_literal(wr.fx_quantities),
+          persistence::nullable_array_literal(statuses)});
+  if (!wr.unmark.empty())
+    then("unmark", {consumer, array_literal(wr.unmark)});
+  if (!wr.requeue_events.empty())
     then("requeue",
-         {array_literal(requeue_seqs), array_literal(requeue_events)});
-  w.close_with(std::move(closing));
+         {array_literal(wr.requeue_seqs), array_literal(wr.requeue_events)});
+  return closing;
+}
+
+/// The rules for `input` (one partition's events, in offset order) inside
+/// `w`, whose opening took the locks of their orders and ran the guard and
+/// the reads; leaves `w` open, its last writes to travel with its COMMIT.
+/// Returns the outcomes of the events before the first one whose order is
+/// missing.
+std::vector<apply_outcome> apply_in(persistence::opening_transaction& w,
+                                    const consumer& rule,
+                                    const std::string& consumer,
+                                    const std::vector<order_event>& input,
+                                    const batch_ids& ids) {
+  auto batch = read_opened(w.opened());
+  auto first = first_copies(ids.events, batch.fresh);
+  if (std::none_of(first.begin(), first.end(), [](bool x) { return x; }))
+    return std::vector<apply_outcome>(input.size(), apply_outcome::duplicate);
+  batch_writes writes;
+  auto out = apply_rules(w, rule, input, ids, first, batch, writes);
+  w.close_with(closing_of(w.conn(), consumer, writes, batch.orders));
   return out;
 }
 
