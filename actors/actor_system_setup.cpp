@@ -5,6 +5,7 @@
 #include <eventforge/actors/eventforge.hpp>
 
 #include "actors/crash_log.hpp"
+#include "kafka/errors.hpp"
 #include "persistence/db_error.hpp"
 #include <eventforge/messages/api_error.hpp>
 
@@ -50,6 +51,15 @@ void configure_actor_system(caf::actor_system_config& cfg) {
     [](std::uint8_t code, caf::atom_value, const caf::message&) {
       return std::string("ef_db: database ") +
              persistence::to_string(static_cast<persistence::db_errc>(code));
+    });
+  cfg.add_error_category(
+    caf::detail::error_factory<kafka::kafka_errc>::category,
+    [](std::uint8_t code, caf::atom_value, const caf::message& context) {
+      std::string out = "ef_kafka: ";
+      out += to_string(static_cast<kafka::kafka_errc>(code));
+      if (context.match_elements<std::string>())
+        out += " (" + context.get_as<std::string>(0) + ")";
+      return out;
     });
   cfg.add_error_category(
     chaos_error_category(),

@@ -139,9 +139,8 @@ void dlq_handler_state::poll_once() {
     ops->store().park(e, false);
   }
   // The row is stored (or the record was not ours): the offset may move.
-  auto err = consumer->commit({{rec->partition, rec->offset + 1}});
-  if (!err.empty())
-    ef::log::warn("dlq: offset commit failed: {}", err);
+  if (auto err = consumer->commit({{rec->partition, rec->offset + 1}}))
+    ef::log::warn("dlq: offset commit failed: {}", kafka::describe(err));
 }
 
 void dlq_handler_state::sweep_replays() {

@@ -256,14 +256,15 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
   if (!cfg.chaos.points.empty() && cfg.chaos.rate > 0)
     ef::log::warn("chaos enabled: rate {} seed {} at {} point(s)",
                   cfg.chaos.rate, cfg.chaos.seed, cfg.chaos.points.size());
-  // The root's behaviour is the generic supervisor's; the routes given to
-  // its children above are what makes it answer eventforge_actor's
-  // messages (tests/integration/embedding_test.cpp asks each of them).
+  // The root is a supervisor like every other (supervisor_actor, which
+  // extends eventforge_actor); the routes given to its children are what
+  // lets it answer each message (tests/integration/embedding_test.cpp asks
+  // each of them).
   auto root = sys.spawn(supervisor, std::string{"root"}, tree_children(ctx),
                         context_ptr{ctx});
   trees().enter(root->id());
   root->attach_functor([id = root->id()] { trees().leave(id); });
-  return caf::actor_cast<eventforge_actor>(root);
+  return root; // a supervisor_actor is an eventforge_actor and more
 }
 
 bool await_consumers_assigned(const telemetry& metrics,

@@ -145,7 +145,7 @@ void group_member_state::on_done(const record_done& d) {
     finish_drain();
 }
 
-std::string
+caf::error
 group_member_state::commit_done(const std::vector<std::int32_t>* only) {
   last_commit = now();
   return commits->commit(*flow, *consumer, only);
@@ -164,11 +164,11 @@ caf::typed_response_promise<drain_report> group_member_state::drain() {
 void group_member_state::finish_drain() {
   if (!flow->idle())
     return;
-  if (auto err = commit_done(); !err.empty()) {
+  if (auto err = commit_done()) {
     drain_reply->deliver(drain_report{
       false,
       {"every fetched record is applied, but the offset commit failed: " +
-       err}});
+       kafka::describe(err)}});
   } else {
     ef::log::info("{}: drained: every fetched record is applied and committed",
                   consumer_name);

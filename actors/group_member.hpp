@@ -103,7 +103,7 @@ struct group_member_state {
   void on_done(const record_done& d);
   /// Commits every partition whose applied position moved (or just these);
   /// returns the broker's error ("" on success).
-  std::string commit_done(const std::vector<std::int32_t>* only = nullptr);
+  caf::error commit_done(const std::vector<std::int32_t>* only = nullptr);
   caf::typed_response_promise<drain_report> drain();
   void finish_drain();
   /// A linked partition actor exited; false if it is not ours.

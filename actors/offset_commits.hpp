@@ -24,24 +24,24 @@ public:
       : consumer_(std::move(consumer)) {}
 
   /// Commits every partition whose applied position moved past its
-  /// committed one (only those in `only`, if given); returns the broker's
-  /// error ("" on success). A failed commit is not fatal: the records are
-  /// applied, so a later commit (or the next owner's redelivery, suppressed
+  /// committed one (only those in `only`, if given); returns the failure
+  /// (kafka_errc), none on success. A failed commit is not fatal: the records
+  /// are applied, so a later commit (or the next owner's redelivery, suppressed
   /// as duplicates) settles it.
-  std::string commit(partition_flow& flow, kafka::group_client& client,
-                     const std::vector<std::int32_t>* only = nullptr) {
+  caf::error commit(partition_flow& flow, kafka::group_client& client,
+                    const std::vector<std::int32_t>* only = nullptr) {
     auto offsets = flow.to_commit(only);
     if (offsets.empty())
-      return {};
-    auto err = client.commit(offsets);
-    if (!err.empty()) {
-      ef::log::warn("{}: offset commit failed: {}", consumer_, err);
+      return caf::none;
+    if (auto err = client.commit(offsets)) {
+      ef::log::warn("{}: offset commit failed: {}", consumer_,
+                    kafka::describe(err));
       return err;
     }
     flow.committed(offsets);
     for (auto& [p, next] : offsets)
       committed(p, next);
-    return {};
+    return caf::none;
   }
 
   /// A record of `d.partition` was done; its hop waits for the commit.

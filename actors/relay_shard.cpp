@@ -131,7 +131,7 @@ std::chrono::milliseconds relay_shard_state::round() {
   auto claimed_at = std::chrono::steady_clock::now();
   if (!publish(batch.epoch, rows)) {
     notified = true;
-    return publish_wait->failed();
+    return publish_wait->failed(clock->now());
   }
   publish_wait->succeeded();
   ctx->metrics->observe(

@@ -135,9 +135,10 @@ caf::actor supervisor_state::next_on(const std::string& route) {
   return {};
 }
 
-caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
-                         std::string name, std::vector<child_spec> children,
-                         context_ptr ctx) {
+supervisor_actor::behavior_type
+supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
+           std::string name, std::vector<child_spec> children,
+           context_ptr ctx) {
   log_crashes(self, name);
   auto& st = self->state;
   st.self = self;
@@ -157,21 +158,20 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
     if (self->state.stopping)
       self->state.on_stopped_child(dm.source);
   });
-  // Forwards a command down its route; the actor at the end replies to the
-  // original sender directly.
-  auto forward = [self](const char* route,
-                        auto& cmd) -> caf::result<caf::message> {
-    auto next = self->state.next_on(route);
-    if (!next)
-      return make_api_error(api_errc::unavailable,
-                            std::string("no actor is up for ") + route);
-    return self->delegate(next, std::move(cmd));
-  };
   return {
-    [=](create_order& cmd) { return forward("orders", cmd); },
-    [=](cancel_order& cmd) { return forward("orders", cmd); },
-    [=](get_order& cmd) { return forward("orders", cmd); },
-    [=](dlq_command& cmd) { return forward("dlq", cmd); },
+    // Commands go down their route; the actor at the end answers.
+    [=](create_order& cmd) {
+      return self->state.pass_on<order_api, order_accepted>("orders", cmd);
+    },
+    [=](cancel_order& cmd) {
+      return self->state.pass_on<order_api, cancel_accepted>("orders", cmd);
+    },
+    [=](get_order& cmd) {
+      return self->state.pass_on<order_api, order_view>("orders", cmd);
+    },
+    [=](dlq_command& cmd) {
+      return self->state.pass_on<dlq_api, dlq_reply>("dlq", cmd);
+    },
     [=](restart_atom, std::uint64_t index) {
       auto& c = self->state.children[index];
       if (!c.current && !self->state.stopping) {
@@ -182,12 +182,14 @@ caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
                           " after " + to_string(c.last_crash));
       }
     },
-    [=](stats_atom) { return self->state.ctx->metrics->snapshot(); },
+    [=](stats_atom) -> counter_map {
+      return self->state.ctx->metrics->snapshot();
+    },
     [=](drain_atom) -> caf::result<drain_report> {
       return self->state.drain();
     },
     [=](children_atom) {
-      std::map<std::string, caf::actor> live;
+      child_map live;
       for (auto& c : self->state.children)
         if (c.current)
           live.emplace(c.spec.name, c.current);

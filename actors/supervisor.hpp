@@ -3,6 +3,8 @@
 #include "actors/context.hpp"
 #include "actors/restart_rules.hpp"
 #include "config/backoff.hpp"
+#include "messages/tree_messages.hpp"
+#include <eventforge/messages/api_error.hpp>
 #include <eventforge/messages/control_messages.hpp>
 
 #include <caf/all.hpp>
@@ -20,7 +22,7 @@ namespace ef {
 struct child_spec {
   std::string kind; ///< restart counter label: "api", "relay", "supervisor"…
   std::string name; ///< unique among siblings, e.g. "relay-2"
-  std::function<caf::actor(caf::event_based_actor*)> spawn;
+  std::function<caf::actor(caf::local_actor* supervisor)> spawn;
   std::string route; ///< "orders", "dlq": commands routed to it; "": none
 };
 
@@ -41,7 +43,7 @@ struct supervisor_state {
     /// Why it last crashed, for the journal line of its restart.
     caf::error last_crash;
   };
-  caf::event_based_actor* self = nullptr;
+  supervisor_actor::pointer self = nullptr;
   context_ptr ctx;
   std::string label; ///< for logs, e.g. "relays"
   std::vector<child> children;
@@ -69,12 +71,22 @@ struct supervisor_state {
   caf::result<drain_report> drain();
   /// The next live child on `route`, or an invalid handle.
   caf::actor next_on(const std::string& route);
+  /// Hands `cmd` to the next live child on `route` (whose face is `Face`);
+  /// it answers the original requester itself.
+  template <class Face, class Reply, class Command>
+  caf::result<Reply> pass_on(const char* route, Command& cmd) {
+    auto next = next_on(route);
+    if (!next)
+      return make_api_error(api_errc::unavailable,
+                            std::string("no actor is up for ") + route);
+    return self->delegate(caf::actor_cast<Face>(next), std::move(cmd));
+  }
 
   static inline const char* name = "supervisor";
 };
 
-caf::behavior supervisor(caf::stateful_actor<supervisor_state>* self,
-                         std::string name, std::vector<child_spec> children,
-                         context_ptr ctx);
+supervisor_actor::behavior_type
+supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
+           std::string name, std::vector<child_spec> children, context_ptr ctx);
 
 } // namespace ef

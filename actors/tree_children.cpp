@@ -20,8 +20,9 @@ constexpr auto blocking_child = caf::detached + caf::linked;
 child_spec sub_supervisor(std::string name, std::vector<child_spec> children,
                           context_ptr ctx, std::string route = {}) {
   return {"supervisor", name,
-          [=](caf::event_based_actor* self) {
-            return self->spawn<caf::linked>(supervisor, name, children, ctx);
+          [=](caf::local_actor* self) {
+            return caf::actor_cast<caf::actor>(
+              self->spawn<caf::linked>(supervisor, name, children, ctx));
           },
           route};
 }
@@ -30,7 +31,7 @@ std::vector<child_spec> api_workers(const context_ptr& ctx) {
   std::vector<child_spec> out;
   for (int i = 0; i < ctx->cfg.api.workers; ++i)
     out.push_back({"api", "api-" + std::to_string(i),
-                   [=](caf::event_based_actor* self) {
+                   [=](caf::local_actor* self) {
                      return caf::actor_cast<caf::actor>(
                        self->spawn<blocking_child>(api_worker, ctx));
                    },
@@ -42,7 +43,7 @@ std::vector<child_spec> relay_shards(const context_ptr& ctx) {
   std::vector<child_spec> out;
   for (int s = 0; s < ctx->cfg.relay.shards; ++s)
     out.push_back({"relay", "relay-" + std::to_string(s),
-                   [=](caf::event_based_actor* self) {
+                   [=](caf::local_actor* self) {
                      return self->spawn<blocking_child>(relay_shard, ctx, s);
                    },
                    ""});
@@ -52,7 +53,7 @@ std::vector<child_spec> relay_shards(const context_ptr& ctx) {
 std::vector<child_spec> consumer_group(const context_ptr& ctx,
                                        const std::string& name) {
   return {{"group-member", "group-member",
-           [=](caf::event_based_actor* self) {
+           [=](caf::local_actor* self) {
              return self->spawn<blocking_child>(group_member, ctx, name);
            },
            ""}};
@@ -68,7 +69,7 @@ std::vector<child_spec> tree_children(const context_ptr& ctx) {
   top.push_back(
     sub_supervisor("dlq",
                    {{"dlq-handler", "dlq-handler",
-                     [=](caf::event_based_actor* self) {
+                     [=](caf::local_actor* self) {
                        return caf::actor_cast<caf::actor>(
                          self->spawn<blocking_child>(dlq_handler, ctx));
                      },
@@ -77,22 +78,22 @@ std::vector<child_spec> tree_children(const context_ptr& ctx) {
   top.push_back(
     sub_supervisor("maintenance",
                    {{"janitor", "janitor",
-                     [=](caf::event_based_actor* self) {
+                     [=](caf::local_actor* self) {
                        return self->spawn<blocking_child>(janitor, ctx);
                      },
                      ""},
                     {"repairer", "repairer",
-                     [=](caf::event_based_actor* self) {
+                     [=](caf::local_actor* self) {
                        return self->spawn<blocking_child>(repairer, ctx);
                      },
                      ""},
                     {"gauge-sampler", "gauge-sampler",
-                     [=](caf::event_based_actor* self) {
+                     [=](caf::local_actor* self) {
                        return self->spawn<blocking_child>(gauge_sampler, ctx);
                      },
                      ""},
                     {"lag-sampler", "lag-sampler",
-                     [=](caf::event_based_actor* self) {
+                     [=](caf::local_actor* self) {
                        return self->spawn<blocking_child>(lag_sampler, ctx);
                      },
                      ""}},

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "kafka/errors.hpp"
 #include "messages/tree_messages.hpp"
 #include <eventforge/messages/events.hpp>
 
@@ -51,8 +52,9 @@ public:
   /// Waits up to `timeout_ms` for the next record of any owned partition.
   virtual std::optional<partition_record> poll(int timeout_ms) = 0;
 
-  /// Commits "next offset to read" per partition; an error text on failure.
-  virtual std::string
+  /// Commits "next offset to read" per partition: none, or the failure
+  /// (kafka_errc: unavailable, rebalancing, refused, fatal).
+  virtual caf::error
   commit(const std::vector<std::pair<std::int32_t, std::int64_t>>& next) = 0;
 
   /// The group's committed next offset for `partition` (-1: none); throws

@@ -231,18 +231,17 @@ std::optional<partition_record> group_consumer::poll(int timeout_ms) {
   }
 }
 
-std::string group_consumer::commit(
+caf::error group_consumer::commit(
   const std::vector<std::pair<std::int32_t, std::int64_t>>& next_offsets) {
   tp_list l;
   for (auto& [p, o] : next_offsets)
     l.v.push_back(RdKafka::TopicPartition::create(impl_->topic, p, o));
-  auto rc = impl_->consumer->commitSync(l.v);
-  if (rc != RdKafka::ERR_NO_ERROR)
-    return RdKafka::err2str(rc);
+  if (auto rc = impl_->consumer->commitSync(l.v); rc != RdKafka::ERR_NO_ERROR)
+    return kafka_error(rc);
   for (auto* tp : l.v)
     if (tp->err() != RdKafka::ERR_NO_ERROR)
-      return RdKafka::err2str(tp->err());
-  return {};
+      return kafka_error(tp->err());
+  return caf::none;
 }
 
 std::int64_t group_consumer::committed(std::int32_t partition) {

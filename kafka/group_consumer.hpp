@@ -45,8 +45,8 @@ public:
 
   /// Commits "next offset to read" per partition, synchronously. Returns an
   /// error text on failure (e.g. the partition was revoked meanwhile).
-  std::string commit(const std::vector<std::pair<std::int32_t, std::int64_t>>&
-                       next_offsets) override;
+  caf::error commit(const std::vector<std::pair<std::int32_t, std::int64_t>>&
+                      next_offsets) override;
 
   /// The group's committed next offset for `partition` (-1: none), asked
   /// for at most 5 s.

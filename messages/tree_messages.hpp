@@ -11,6 +11,7 @@
 #include <caf/all.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,5 +96,16 @@ using api_worker_actor =
 using dlq_handler_actor =
   dlq_api::extend<caf::reacts_to<poll_atom>,
                   caf::replies_to<drain_atom>::with<drain_report>>;
+
+/// A supervisor's live children, by name.
+using child_map = std::map<std::string, caf::actor>;
+
+/// Every supervisor of the tree: the root's face (order and DLQ commands
+/// passed down their routes, the counters, the drain), the restart it sends
+/// itself after a child's backoff, and its live children. The root is one,
+/// so ef::start hands it out as an eventforge_actor without a cast.
+using supervisor_actor =
+  eventforge_actor::extend<caf::reacts_to<restart_atom, std::uint64_t>,
+                           caf::replies_to<children_atom>::with<child_map>>;
 
 } // namespace ef

@@ -182,7 +182,7 @@ struct fake_dlq_consumer : kafka::group_client {
     w->topic.pop_front();
     return r;
   }
-  std::string commit(
+  caf::error commit(
     const std::vector<std::pair<std::int32_t, std::int64_t>>& next) override {
     for (auto& [p, o] : next)
       w->log.push_back("commit " + std::to_string(p) + ":" + std::to_string(o));

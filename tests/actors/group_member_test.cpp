@@ -75,7 +75,7 @@ struct fake_client : kafka::group_client {
       }
     return std::nullopt;
   }
-  std::string commit(
+  caf::error commit(
     const std::vector<std::pair<std::int32_t, std::int64_t>>& next) override {
     for (auto& [p, o] : next) {
       s->calls.push_back("commit " + std::to_string(p) + "@" +

@@ -53,12 +53,13 @@ struct supervisor_fixture : test::actor_fixture {
       auto s = std::make_shared<child_script>();
       scripts[n] = s;
       specs.push_back({"test", n,
-                       [s](caf::event_based_actor* parent) {
+                       [s](caf::local_actor* parent) {
                          return parent->spawn<caf::linked>(fake_child, s);
                        },
                        ""});
     }
-    sup = sys().spawn(supervisor, std::string("sup"), specs, make_context(cfg));
+    sup = caf::actor_cast<caf::actor>(
+      sys().spawn(supervisor, std::string("sup"), specs, make_context(cfg)));
     // Watches the supervisor end (escalation) and keeps its reason.
     auto e = ended;
     watcher = sys().spawn(

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -188,6 +189,37 @@ TEST_CASE("the_tests_readme_names_every_folder_of_the_suite") {
       continue;
     INFO("tests/README.md does not name tests/" << name << "/");
     CHECK(text.find("`" + name + "/`") != std::string::npos);
+  }
+}
+
+TEST_CASE("the_actor_table_names_a_deterministic_test_for_every_actor") {
+  const fs::path root = EF_SOURCE_DIR;
+  auto lines = lines_of(root / "docs/architecture.md");
+  auto header = std::find_if(lines.begin(), lines.end(), [](auto& l) {
+    return l.rfind("| actor | job |", 0) == 0;
+  });
+  REQUIRE(header != lines.end());
+  REQUIRE(header->find("deterministic tests") != std::string::npos);
+  static const std::regex test_file(R"(`(\w+_test\.cpp)`)");
+  std::set<std::string> named;
+  int actors = 0;
+  for (auto it = header + 2; it != lines.end() && it->rfind("| ", 0) == 0;
+       ++it) {
+    ++actors;
+    auto last = it->substr(it->rfind("| ", it->size() - 3));
+    std::smatch m;
+    INFO("docs/architecture.md: " << it->substr(0, 40)
+                                  << "... names no test file");
+    REQUIRE(std::regex_search(last, m, test_file));
+    INFO(m[1].str() << " is not in tests/actors/");
+    CHECK(fs::exists(root / "tests/actors" / m[1].str()));
+    named.insert(m[1].str());
+  }
+  CHECK(actors >= 10);
+  // And no actor test file the table does not name.
+  for (auto& entry : fs::directory_iterator(root / "tests/actors")) {
+    INFO(entry.path().filename().string() << " is not in the actor table");
+    CHECK(named.count(entry.path().filename().string()) == 1);
   }
 }
 

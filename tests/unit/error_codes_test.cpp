@@ -8,11 +8,14 @@
 
 #include "actors/chaos.hpp"
 #include "actors/crash_log.hpp"
+#include "kafka/errors.hpp"
 #include "persistence/db_error.hpp"
 #include <eventforge/actors/eventforge.hpp>
 #include <eventforge/messages/api_error.hpp>
 
 #include <catch2/catch.hpp>
+
+#include <librdkafka/rdkafkacpp.h>
 
 #include <caf/all.hpp>
 
@@ -53,6 +56,7 @@ TEST_CASE("every_error_code_has_a_name_of_its_own_and_renders_by_it") {
   check_codes(sys, ef::api_errc::outcome_unknown, "ef_api");
   check_codes(sys, ef::persistence::db_errc::permanent, "ef_db");
   check_codes(sys, ef::chaos_errc::injected_crash, "ef_chaos");
+  check_codes(sys, ef::kafka::kafka_errc::fatal, "ef_kafka");
   // The context travels with the code.
   CHECK(sys.render(ef::make_api_error(ef::api_errc::not_found, "no such order",
                                       "order_id")) ==
@@ -67,4 +71,27 @@ TEST_CASE("every_error_code_has_a_name_of_its_own_and_renders_by_it") {
                                          std::string("x"))) == "injected");
   CHECK(ef::reason_class(caf::make_error(
           ef::persistence::db_errc::unavailable)) == "db_unavailable");
+}
+
+TEST_CASE("librdkafka_s_codes_are_classified_by_what_their_caller_can_do") {
+  using ef::kafka::kafka_errc;
+  auto code_of = [](RdKafka::ErrorCode rc) {
+    return static_cast<kafka_errc>(ef::kafka::kafka_error(rc).code());
+  };
+  CHECK_FALSE(ef::kafka::kafka_error(RdKafka::ERR_NO_ERROR));
+  CHECK(code_of(RdKafka::ERR__TRANSPORT) == kafka_errc::unavailable);
+  CHECK(code_of(RdKafka::ERR__TIMED_OUT) == kafka_errc::unavailable);
+  CHECK(code_of(RdKafka::ERR_NOT_LEADER_FOR_PARTITION) ==
+        kafka_errc::unavailable);
+  CHECK(code_of(RdKafka::ERR_REBALANCE_IN_PROGRESS) == kafka_errc::rebalancing);
+  CHECK(code_of(RdKafka::ERR_ILLEGAL_GENERATION) == kafka_errc::rebalancing);
+  CHECK(code_of(RdKafka::ERR_NOT_COORDINATOR) == kafka_errc::rebalancing);
+  CHECK(code_of(RdKafka::ERR_TOPIC_AUTHORIZATION_FAILED) ==
+        kafka_errc::refused);
+  CHECK(code_of(RdKafka::ERR_OFFSET_OUT_OF_RANGE) == kafka_errc::refused);
+  CHECK(code_of(RdKafka::ERR__FATAL) == kafka_errc::fatal);
+  // The broker's words travel with the class.
+  CHECK(ef::kafka::describe(
+          ef::kafka::kafka_error(RdKafka::ERR_REBALANCE_IN_PROGRESS)) ==
+        "rebalancing: " + RdKafka::err2str(RdKafka::ERR_REBALANCE_IN_PROGRESS));
 }
