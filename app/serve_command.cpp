@@ -3,6 +3,7 @@
 
 #include "actors/chaos.hpp"
 #include "app/command.hpp"
+#include "app/embedded/hosted.hpp"
 #include "app/shutdown_signals.hpp"
 #include "kafka/embedded_broker.hpp"
 #include "persistence/dsn.hpp"
@@ -140,7 +141,7 @@ int serve(const settings& cfg, caf::actor_system_config& caf_cfg) {
   stop_process_on_tree_failure(sys, root);
   // The page's Kafka scenarios fail the in-process cluster, if it is ours.
   std::function<std::string(const std::string&)> broker_faults;
-  if (auto* b = rt.broker())
+  if (auto* b = hosted_broker(rt))
     broker_faults = [b](const std::string& c) { return b->run_command(c); };
   http_frontend http(sys, root, cfg, metrics, rt.where(), faults,
                      broker_faults);

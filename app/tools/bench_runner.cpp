@@ -131,8 +131,8 @@ int run_bench(const config::settings& cfg_in, const bench_plan& plan,
   json report;
   report["machine"] = machine();
   report["plan"] = plan_json(plan);
-  report["embedded"] = {{"database", rt.database() != nullptr},
-                        {"broker", rt.broker() != nullptr}};
+  report["embedded"] = {{"database", rt.hosts_database()},
+                        {"broker", rt.hosts_broker()}};
 
   // (e) and (a): what PostgreSQL does with the same SQL, before the
   // pipeline runs, so nothing else competes for the cores.

@@ -1,4 +1,5 @@
 #include "app/tools/chaos_broker.hpp"
+#include "app/embedded/hosted.hpp"
 
 #include "app/tools/fault_schedule.hpp"
 #include "kafka/embedded_broker.hpp"
@@ -70,7 +71,7 @@ void inject_kafka_faults(runtime& rt, const config::settings& cfg,
     target.groups.push_back("eventforge." + c);
   auto schedule = plan_broker_faults(
     cfg.chaos.seed, kinds, plan.broker_fault_count, plan.orders, target);
-  auto* broker = rt.broker();
+  auto* broker = hosted_broker(rt);
   for (auto& f : schedule) {
     await_created(driving, stats, f.at_order);
     auto did = broker->apply(f.fault);

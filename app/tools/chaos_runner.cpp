@@ -163,7 +163,7 @@ int run_chaos(const config::settings& cfg, const chaos_plan& plan,
   }
   runtime rt(cfg);
   if ((plan.broker_restarts > 0 || plan.backlog_past_retention) &&
-      !rt.broker()) {
+      !rt.hosts_broker()) {
     std::cerr << "chaos: --broker-restarts and --backlog-past-retention need "
                  "the in-process broker (leave kafka.brokers empty)"
               << std::endl;

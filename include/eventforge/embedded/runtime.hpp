@@ -5,13 +5,6 @@
 
 #include <memory>
 
-namespace ef::kafka {
-class embedded_broker;
-}
-namespace ef::persistence {
-class embedded_postgres;
-}
-
 namespace ef::app {
 
 /// The outside world EventForge runs against. With database.url empty a
@@ -30,14 +23,19 @@ public:
   /// process does not host the broker.
   void restart_broker();
 
-  /// Non-null only when this process hosts the broker.
-  kafka::embedded_broker* broker() { return broker_.get(); }
-  /// Non-null only when this process hosts the database.
-  persistence::embedded_postgres* database() { return pg_.get(); }
+  /// Whether this process hosts the broker (kafka.brokers was empty).
+  bool hosts_broker() const;
+  /// Whether this process hosts the database (database.url was empty).
+  bool hosts_database() const;
+
+  /// The services this process hosts. Opaque to a host; EventForge's own
+  /// tools reach into them (fault injection into the in-process broker)
+  /// through app/embedded/hosted.hpp.
+  struct hosted;
+  hosted& services() { return *hosted_; }
 
 private:
-  std::unique_ptr<persistence::embedded_postgres> pg_;
-  std::unique_ptr<kafka::embedded_broker> broker_;
+  std::unique_ptr<hosted> hosted_;
   endpoints endpoints_;
   config::settings cfg_;
 };
