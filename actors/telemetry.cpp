@@ -10,6 +10,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <mutex>
 #include <stdexcept>
 
 namespace ef {
@@ -26,16 +27,32 @@ std::map<std::string, std::string> label_map(const telemetry::labels& l) {
 
 } // namespace
 
-struct telemetry::families {
-  std::map<std::string, prometheus::Family<prometheus::Counter>*> counters;
-  std::map<std::string, prometheus::Family<prometheus::Gauge>*> gauges;
-  std::map<std::string, prometheus::Family<prometheus::Histogram>*> histograms;
+struct telemetry::series {
+  /// The families of the catalog, by metric name.
+  std::map<std::string, prometheus::Family<prometheus::Counter>*>
+    counter_families;
+  std::map<std::string, prometheus::Family<prometheus::Gauge>*> gauge_families;
+  std::map<std::string, prometheus::Family<prometheus::Histogram>*>
+    histogram_families;
+  /// Series by key (name{labels} in the order the caller gave them), so
+  /// reads by key need not search the registry. prometheus-cpp keeps the
+  /// series alive as long as its family (the registry).
+  mutable std::mutex mtx;
+  std::map<std::string, prometheus::Counter*> counters;
+  std::map<std::string, prometheus::Gauge*> gauges;
+  std::map<std::string, prometheus::Histogram*> histograms;
+
+  /// The series `key` of `name`, created in its family on first use; null
+  /// if `name` is not in the catalog (or has another type). Needs mtx.
+  prometheus::Counter* counter(const std::string& name, const labels& l);
+  /// The same for a histogram series.
+  prometheus::Histogram* histogram(const std::string& name, const labels& l);
 };
 
 telemetry::telemetry(std::shared_ptr<prometheus::Registry> registry)
     : registry_(registry ? std::move(registry)
                          : std::make_shared<prometheus::Registry>()),
-      families_(std::make_unique<families>()) {
+      series_(std::make_unique<series>()) {
   // prometheus-cpp refuses a name registered with another type, and hands
   // back the existing family for the same name and type: a host may build
   // two trees over one registry.
@@ -43,17 +60,17 @@ telemetry::telemetry(std::shared_ptr<prometheus::Registry> registry)
     for (auto& [name, fam] : metric_catalog()) {
       switch (fam.type) {
       case metric_kind::counter:
-        families_->counters[name] =
+        series_->counter_families[name] =
           &prometheus::BuildCounter().Name(name).Help(fam.help).Register(
             *registry_);
         break;
       case metric_kind::gauge:
-        families_->gauges[name] =
+        series_->gauge_families[name] =
           &prometheus::BuildGauge().Name(name).Help(fam.help).Register(
             *registry_);
         break;
       case metric_kind::histogram:
-        families_->histograms[name] =
+        series_->histogram_families[name] =
           &prometheus::BuildHistogram().Name(name).Help(fam.help).Register(
             *registry_);
         break;
@@ -78,80 +95,81 @@ std::string telemetry::key(const std::string& name, const labels& l) {
   return out + "}";
 }
 
-prometheus::Counter* telemetry::counter(const std::string& name,
-                                        const labels& l) {
+prometheus::Counter* telemetry::series::counter(const std::string& name,
+                                                const labels& l) {
   auto k = key(name, l);
-  if (auto i = counters_.find(k); i != counters_.end())
+  if (auto i = counters.find(k); i != counters.end())
     return i->second;
-  auto fam = families_->counters.find(name);
-  if (fam == families_->counters.end())
+  auto fam = counter_families.find(name);
+  if (fam == counter_families.end())
     return nullptr;
   auto* c = &fam->second->Add(label_map(l));
-  counters_.emplace(k, c);
+  counters.emplace(k, c);
   return c;
 }
 
 void telemetry::add(const std::string& name, const labels& l, std::uint64_t n) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (auto* c = counter(name, l))
+  std::lock_guard<std::mutex> guard{series_->mtx};
+  if (auto* c = series_->counter(name, l))
     c->Increment(static_cast<double>(n));
 }
 
-prometheus::Histogram* telemetry::histogram(const std::string& name,
-                                            const labels& l) {
+prometheus::Histogram* telemetry::series::histogram(const std::string& name,
+                                                    const labels& l) {
   auto k = key(name, l);
-  if (auto i = histograms_.find(k); i != histograms_.end())
+  if (auto i = histograms.find(k); i != histograms.end())
     return i->second;
-  auto fam = families_->histograms.find(name);
-  if (fam == families_->histograms.end())
+  auto fam = histogram_families.find(name);
+  if (fam == histogram_families.end())
     return nullptr;
   auto& bounds = *metric_catalog().at(name).buckets;
   auto* h = &fam->second->Add(
     label_map(l),
     prometheus::Histogram::BucketBoundaries(bounds.begin(), bounds.end()));
-  histograms_.emplace(k, h);
+  histograms.emplace(k, h);
   return h;
 }
 
 void telemetry::declare(const std::string& name, const labels& l) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (!counter(name, l))
-    histogram(name, l);
+  std::lock_guard<std::mutex> guard{series_->mtx};
+  if (!series_->counter(name, l))
+    series_->histogram(name, l);
 }
 
 void telemetry::set(const std::string& name, const labels& l, double value) {
   auto k = key(name, l);
-  std::lock_guard<std::mutex> guard{mtx_};
-  auto i = gauges_.find(k);
-  if (i == gauges_.end()) {
-    auto fam = families_->gauges.find(name);
-    if (fam == families_->gauges.end())
+  std::lock_guard<std::mutex> guard{series_->mtx};
+  auto& gauges = series_->gauges;
+  auto i = gauges.find(k);
+  if (i == gauges.end()) {
+    auto fam = series_->gauge_families.find(name);
+    if (fam == series_->gauge_families.end())
       return;
-    i = gauges_.emplace(k, &fam->second->Add(label_map(l))).first;
+    i = gauges.emplace(k, &fam->second->Add(label_map(l))).first;
   }
   i->second->Set(value);
 }
 
 void telemetry::observe(const std::string& name, const labels& l,
                         double value) {
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (auto* h = histogram(name, l))
+  std::lock_guard<std::mutex> guard{series_->mtx};
+  if (auto* h = series_->histogram(name, l))
     h->Observe(value);
 }
 
 std::map<std::string, std::uint64_t> telemetry::snapshot() const {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{series_->mtx};
   std::map<std::string, std::uint64_t> out;
-  for (auto& [k, c] : counters_)
+  for (auto& [k, c] : series_->counters)
     out.emplace(k, static_cast<std::uint64_t>(c->Value()));
   return out;
 }
 
 std::uint64_t telemetry::sum(const std::string& name,
                              const labels& match) const {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{series_->mtx};
   std::uint64_t total = 0;
-  for (auto& [k, c] : counters_) {
+  for (auto& [k, c] : series_->counters) {
     if (name_of(k) != name)
       continue;
     bool all = true;
@@ -165,9 +183,9 @@ std::uint64_t telemetry::sum(const std::string& name,
 
 std::map<std::string, double>
 telemetry::positive_gauges(const std::string& name) const {
-  std::lock_guard<std::mutex> guard{mtx_};
+  std::lock_guard<std::mutex> guard{series_->mtx};
   std::map<std::string, double> out;
-  for (auto& [k, g] : gauges_)
+  for (auto& [k, g] : series_->gauges)
     if (name_of(k) == name && g->Value() > 0)
       out.emplace(k, g->Value());
   return out;

@@ -3,16 +3,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+// A host that exports metrics of its own hands its registry over; nothing
+// else of prometheus-cpp is in this header (it is linked privately).
 namespace prometheus {
 class Registry;
-class Counter;
-class Gauge;
-class Histogram;
 } // namespace prometheus
 
 namespace ef {
@@ -91,23 +89,12 @@ public:
   static std::string key(const std::string& name, const labels& l);
 
 private:
-  struct families; // the registered families, by metric name
-
-  /// The series `key` of `name`, created in its family on first use; null
-  /// if `name` is not in the catalog (or has another type). Needs mtx_.
-  prometheus::Counter* counter(const std::string& name, const labels& l);
-  /// The same for a histogram series.
-  prometheus::Histogram* histogram(const std::string& name, const labels& l);
+  /// The registered families and the series made so far, by key (kept
+  /// in actors/telemetry.cpp, with prometheus-cpp's types).
+  struct series;
 
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<families> families_;
-  /// Series by key (name{labels} in the order the caller gave them), so
-  /// reads by key need not search the registry. prometheus-cpp keeps the
-  /// series alive as long as its family (the registry).
-  mutable std::mutex mtx_;
-  std::map<std::string, prometheus::Counter*> counters_;
-  std::map<std::string, prometheus::Gauge*> gauges_;
-  std::map<std::string, prometheus::Histogram*> histograms_;
+  std::unique_ptr<series> series_;
 };
 
 } // namespace ef
