@@ -178,10 +178,10 @@ caf::result<order_view> api_worker_state::view(const get_order& cmd) {
   if (!is_uuid(cmd.order_id))
     return make_api_error(api_errc::not_found, "no such order", "order_id");
   try {
-    auto json = store->view_json(cmd.order_id);
-    if (!json)
+    auto v = store->view(cmd.order_id);
+    if (!v)
       return make_api_error(api_errc::not_found, "no such order", "order_id");
-    return order_view{std::move(*json)};
+    return std::move(*v);
   } catch (const persistence::db_error& e) {
     return to_api_error(e, "read order");
   }

@@ -281,7 +281,45 @@ cancel_result order_store::cancel(const std::string& order_id,
   return r;
 }
 
-std::optional<std::string> order_store::view_json(const std::string& order_id) {
+namespace {
+
+std::string text_or_empty(const nlohmann::json& j, const char* key) {
+  auto& v = j.at(key);
+  return v.is_null() ? std::string{} : v.get<std::string>();
+}
+
+/// The document the view's query builds, as the typed view.
+order_view view_of(const nlohmann::json& j) {
+  order_view v;
+  v.order_id = j.at("order_id").get<std::string>();
+  v.customer_id = j.at("customer_id").get<std::string>();
+  v.status = j.at("status").get<std::string>();
+  v.total_cents = j.at("total_cents").get<std::int64_t>();
+  v.created_at = text_or_empty(j, "created_at");
+  v.updated_at = text_or_empty(j, "updated_at");
+  v.cancel_requested_at = text_or_empty(j, "cancel_requested_at");
+  for (auto& i : j.at("items"))
+    v.items.push_back({i.at("sku").get<std::string>(),
+                       i.at("qty").get<std::int64_t>(),
+                       i.at("price_cents").get<std::int64_t>()});
+  for (auto& e : j.at("events"))
+    v.events.push_back(
+      {e.at("event_id").get<std::string>(),
+       e.at("event_type").get<std::string>(), e.at("seq").get<std::int64_t>(),
+       text_or_empty(e, "created_at"), text_or_empty(e, "sent_at"),
+       e.at("publish_attempts").get<std::int64_t>()});
+  for (auto& [consumer, effects] : j.at("effects").items())
+    for (auto& x : effects)
+      v.effects[consumer].push_back(
+        {x.at("event_id").get<std::string>(), x.at("kind").get<std::string>(),
+         x.at("amount_cents").get<std::int64_t>(),
+         x.at("quantity").get<std::int64_t>(), text_or_empty(x, "applied_at")});
+  return v;
+}
+
+} // namespace
+
+std::optional<order_view> order_store::view(const std::string& order_id) {
   try {
     pqxx::read_transaction t(db_->get());
     // One query builds the whole document, so the view is one snapshot.
@@ -307,6 +345,7 @@ std::optional<std::string> order_store::view_json(const std::string& order_id) {
                     FROM (SELECT b.consumer, json_agg(json_build_object(
                             'event_id', b.event_id, 'kind', b.kind,
                             'amount_cents', b.amount_cents,
+                            'quantity', b.quantity,
                             'applied_at', b.applied_at) ORDER BY b.id) effects
                           FROM business_effects b WHERE b.order_id = o.id
                           GROUP BY b.consumer) c))
@@ -314,7 +353,7 @@ std::optional<std::string> order_store::view_json(const std::string& order_id) {
                            order_id);
     if (r.empty())
       return std::nullopt;
-    return r[0][0].as<std::string>();
+    return view_of(nlohmann::json::parse(r[0][0].as<std::string>()));
   } catch (...) {
     rethrow_as_db_error();
   }

@@ -78,8 +78,9 @@ public:
   write(const std::function<void(order_writer&)>& body,
         std::optional<std::chrono::system_clock::time_point> deadline) = 0;
 
-  /// The order with its items, events and per-consumer effects, as JSON.
-  virtual std::optional<std::string> view_json(const std::string& order_id) = 0;
+  /// The order with its items, events and per-consumer effects, read in
+  /// one snapshot; nothing if there is no such order.
+  virtual std::optional<order_view> view(const std::string& order_id) = 0;
 };
 
 /// The API's view of the database: writes an order and its outbox event in
@@ -115,8 +116,7 @@ public:
   cancel_result cancel(const std::string& order_id,
                        const std::string& traceparent);
 
-  /// The order with its items, events and per-consumer effects, as JSON.
-  std::optional<std::string> view_json(const std::string& order_id) override;
+  std::optional<order_view> view(const std::string& order_id) override;
 
 private:
   void

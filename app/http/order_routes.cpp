@@ -84,12 +84,58 @@ void http_frontend::impl::cancel_order_route(request& req, responder done) {
     writes::cancel);
 }
 
+namespace {
+
+/// "" (never happened) as JSON null, as the order document always had it.
+json time_or_null(const std::string& t) {
+  return t.empty() ? json(nullptr) : json(t);
+}
+
+/// GET /orders/{id}'s document: the typed view, field for field.
+json order_json(const order_view& v) {
+  json items = json::array();
+  for (auto& i : v.items)
+    items.push_back(
+      {{"sku", i.sku}, {"qty", i.qty}, {"price_cents", i.price_cents}});
+  json events = json::array();
+  for (auto& e : v.events)
+    events.push_back({{"event_id", e.event_id},
+                      {"event_type", e.event_type},
+                      {"seq", e.seq},
+                      {"created_at", e.created_at},
+                      {"sent_at", time_or_null(e.sent_at)},
+                      {"publish_attempts", e.publish_attempts}});
+  json effects = json::object();
+  for (auto& [consumer, list] : v.effects) {
+    auto& out = effects[consumer] = json::array();
+    for (auto& x : list)
+      out.push_back({{"event_id", x.event_id},
+                     {"kind", x.kind},
+                     {"amount_cents", x.amount_cents},
+                     {"quantity", x.quantity},
+                     {"applied_at", x.applied_at}});
+  }
+  return {{"order_id", v.order_id},
+          {"customer_id", v.customer_id},
+          {"status", v.status},
+          {"total_cents", v.total_cents},
+          {"created_at", v.created_at},
+          {"updated_at", v.updated_at},
+          {"cancel_requested_at", time_or_null(v.cancel_requested_at)},
+          {"items", std::move(items)},
+          {"events", std::move(events)},
+          {"effects", std::move(effects)}};
+}
+
+} // namespace
+
 void http_frontend::impl::get_order_route(request& req, responder done) {
   auto& id = req.params.at("id");
   if (!is_uuid(id))
     return done(response::error(404, "no such order", "order_id"));
-  ask<order_view>(get_order{id}, done,
-                  [](order_view& v) { return response::json(200, v.json); });
+  ask<order_view>(get_order{id}, done, [](order_view& v) {
+    return response::json(200, order_json(v).dump());
+  });
 }
 
 } // namespace ef::app

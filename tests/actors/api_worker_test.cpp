@@ -96,7 +96,7 @@ struct fake_book : persistence::order_book {
     db->commits.push_back(w.customers);
     db->written.insert(w.ids.begin(), w.ids.end());
   }
-  std::optional<std::string> view_json(const std::string&) override {
+  std::optional<order_view> view(const std::string&) override {
     return std::nullopt;
   }
 };

@@ -68,9 +68,8 @@ caf::behavior shop_clerk(caf::event_based_actor* self,
         .then(
           [=](order_accepted& ok) mutable {
             self->request(eventforge, 10s, get_order{ok.order_id})
-              .then(
-                [=](order_view& v) mutable { rp.deliver(ok.order_id, v.json); },
-                [=](caf::error& e) mutable { rp.deliver(e); });
+              .then([=](order_view& v) mutable { rp.deliver(ok.order_id, v); },
+                    [=](caf::error& e) mutable { rp.deliver(e); });
           },
           [=](caf::error& e) mutable { rp.deliver(e); });
       return rp;
@@ -90,14 +89,15 @@ TEST_CASE("host_application_actors_place_and_read_orders_through_the_"
   caf::actor_system host{host_cfg};
   auto root = ef::start(host, cfg, {db.dsn(), broker.bootstrap_servers()});
   auto clerk = host.spawn(shop_clerk, root);
-  std::string order_id, view;
+  std::string order_id;
+  order_view view;
   {
     caf::scoped_actor self{host};
     self->request(clerk, 20s, place_atom::value, std::string("host-customer"))
       .receive(
-        [&](std::string& id, std::string& json) {
+        [&](std::string& id, order_view& v) {
           order_id = id;
-          view = json;
+          view = v;
         },
         [&](caf::error& e) { FAIL("host actor got " << to_string(e)); });
     // Invalid commands from a host actor are refused like bad HTTP input,
@@ -122,7 +122,15 @@ TEST_CASE("host_application_actors_place_and_read_orders_through_the_"
                });
   }
   REQUIRE_FALSE(order_id.empty());
-  CHECK(test::json_field(view, "customer_id") == "host-customer");
+  // The view is typed: a host needs no JSON parser to read it.
+  CHECK(view.order_id == order_id);
+  CHECK(view.customer_id == "host-customer");
+  REQUIRE(view.items.size() == 1);
+  CHECK(view.items[0].sku == "book");
+  CHECK(view.items[0].qty == 2);
+  CHECK(view.total_cents == 2500);
+  REQUIRE(view.events.size() == 1);
+  CHECK(view.events[0].event_type == "OrderCreated");
   REQUIRE(test::wait_until([&] {
     return db.scalar<int>("SELECT count(*) FROM business_effects WHERE "
                           "order_id = '" +
@@ -146,7 +154,7 @@ TEST_CASE("host_application_actors_place_and_read_orders_through_the_"
     // The clerk is still there and still answers (with EventForge's error,
     // now that the tree is gone).
     self->request(clerk, 20s, place_atom::value, std::string("late"))
-      .receive([&](std::string&, std::string&) { FAIL("tree still up"); },
+      .receive([&](std::string&, order_view&) { FAIL("tree still up"); },
                [&](caf::error&) {});
   }
   caf::anon_send_exit(clerk, caf::exit_reason::user_shutdown);

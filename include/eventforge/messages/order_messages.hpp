@@ -7,6 +7,7 @@
 #include <caf/all.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -100,15 +101,59 @@ typename Inspector::result_type inspect(Inspector& f, cancel_accepted& x) {
   return f(caf::meta::type_name("cancel_accepted"), x.order_id, x.event_id);
 }
 
-/// Reply to get_order: the order, its events and per-consumer effects as a
-/// JSON document (the same document GET /orders/{id} returns).
+/// One outbox event of an order, as get_order reports it.
+struct order_view_event {
+  std::string event_id;
+  std::string event_type;
+  std::int64_t seq = 0;
+  std::string created_at; ///< RFC 3339
+  std::string sent_at;    ///< RFC 3339; "" while unsent
+  std::int64_t publish_attempts = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, order_view_event& x) {
+  return f(caf::meta::type_name("order_view_event"), x.event_id, x.event_type,
+           x.seq, x.created_at, x.sent_at, x.publish_attempts);
+}
+
+/// One business effect a consumer applied for an order's event.
+struct order_view_effect {
+  std::string event_id;
+  std::string kind; ///< e.g. "fulfilled", "debit", "refund_skipped"
+  std::int64_t amount_cents = 0;
+  std::int64_t quantity = 0;
+  std::string applied_at; ///< RFC 3339
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, order_view_effect& x) {
+  return f(caf::meta::type_name("order_view_effect"), x.event_id, x.kind,
+           x.amount_cents, x.quantity, x.applied_at);
+}
+
+/// Reply to get_order: the order, its lines, its events and each
+/// consumer's effects, read in one snapshot. GET /orders/{id} returns it
+/// as JSON with the same names.
 struct order_view {
-  std::string json;
+  std::string order_id;
+  std::string customer_id;
+  std::string status; ///< "accepted", "fulfilled", "cancelled", ...
+  std::int64_t total_cents = 0;
+  std::string created_at;          ///< RFC 3339
+  std::string updated_at;          ///< RFC 3339
+  std::string cancel_requested_at; ///< RFC 3339; "" if never
+  std::vector<order_item> items;
+  std::vector<order_view_event> events; ///< in outbox order
+  /// Per consumer, in the order they were applied.
+  std::map<std::string, std::vector<order_view_effect>> effects;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, order_view& x) {
-  return f(caf::meta::type_name("order_view"), x.json);
+  return f(caf::meta::type_name("order_view"), x.order_id, x.customer_id,
+           x.status, x.total_cents, x.created_at, x.updated_at,
+           x.cancel_requested_at, x.items, x.events, x.effects);
 }
 
 } // namespace ef
