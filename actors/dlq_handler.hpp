@@ -29,11 +29,13 @@ struct dlq_handler_deps {
 dlq_handler_deps production_dlq_handler_deps(const context_ptr& ctx);
 
 /// Consumes the DLQ topic into dlq_events (deduplicated by consumer + event
-/// ID; a late copy never re-parks an entry an operator already replayed),
-/// committing each offset after the row is stored. Executes operator
-/// commands (list, groups, show, replay, discard). Once a second it
-/// finishes replays left "replaying" by a crash or a failed publish
-/// (dlq_operations::sweep_replays). Blocking, so detached.
+/// ID; a late copy never re-parks an entry an operator already decided),
+/// committing each offset after the row is stored. Every 5 s it publishes
+/// the replays that are due (recorded without a broker, or left
+/// "replaying" by a crash or a failed publish), parks again those no
+/// broker acknowledged for dlq.replay-give-up-ms, and releases orders whose
+/// release failed. Operator commands are the DLQ desks' (dlq_desk.hpp).
+/// Blocking, so detached.
 struct dlq_handler_state {
   context_ptr ctx;
   std::unique_ptr<dlq_operations> ops;
@@ -47,10 +49,10 @@ struct dlq_handler_state {
   caf::actor_clock::time_point next_sweep{};
 
   void poll_once();
-  /// Every 5 s (the first time at start): republishes and marks replays older
-  /// than their delivery timeout that are still "replaying".
+  /// Every 5 s (the first time at start): gives up replays no broker
+  /// acknowledged for dlq.replay-give-up-ms, publishes and marks the due
+  /// ones, releases orphaned orders.
   void sweep_replays();
-  caf::result<dlq_reply> execute(const dlq_command& cmd);
 
   static inline const char* name = "dlq-handler";
 };

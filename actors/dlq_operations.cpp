@@ -11,14 +11,16 @@ namespace ef {
 dlq_operations::dlq_operations(std::string dsn, kafka::connection cluster,
                                int delivery_timeout_ms,
                                std::shared_ptr<chaos> faults)
-    : dlq_operations(
-        std::make_unique<persistence::dlq_store>(std::move(dsn)),
-        [cluster = std::move(cluster),
-         delivery_timeout_ms](const std::string& topic) {
-          return std::make_unique<kafka::outbox_producer>(
-            cluster, topic, delivery_timeout_ms, "eventforge-dlq-replay");
-        },
-        std::move(faults)) {
+    : dlq_operations(std::make_unique<persistence::dlq_store>(std::move(dsn)),
+                     cluster.brokers.empty()
+                       ? producer_factory{}
+                       : producer_factory{[cluster, delivery_timeout_ms](
+                                            const std::string& topic) {
+                           return std::make_unique<kafka::outbox_producer>(
+                             cluster, topic, delivery_timeout_ms,
+                             "eventforge-dlq-replay");
+                         }},
+                     std::move(faults)) {
   // nop
 }
 
@@ -61,11 +63,20 @@ outcome failed_step(const db_error& e, const std::string& what,
                                  std::string(e.what()) + "); nothing changed"};
 }
 
-/// Why an entry in `status` cannot be replayed.
-std::string replay_refusal(std::int64_t id, const std::string& status) {
+/// Why entry `id` cannot be replayed.
+std::string replay_refusal(std::int64_t id,
+                           const persistence::replay_refusal& why) {
   auto entry = "DLQ entry " + std::to_string(id);
+  const auto& status = why.status;
   if (status.empty())
     return "no DLQ entry " + std::to_string(id);
+  if (why.behind != 0)
+    return entry + " waits behind entry " + std::to_string(why.behind) +
+           " of its order (" + why.behind_status +
+           "): an order's events are applied in order, so decide entry " +
+           std::to_string(why.behind) +
+           " first (replay or discard it); this one is then released by "
+           "itself";
   if (status == dlq_status::replaying)
     return entry + " is being replayed already (the DLQ handler publishes "
                    "it again if that publish fails)";
@@ -81,19 +92,35 @@ std::string replay_refusal(std::int64_t id, const std::string& status) {
 
 outcome dlq_operations::replay(std::int64_t id, const std::string& actor,
                                const std::string& action) {
+  return start_replay(id, actor, action, {});
+}
+
+outcome dlq_operations::start_replay(std::int64_t id, const std::string& actor,
+                                     const std::string& action,
+                                     const persistence::replay_start& how) {
   // Step 1: the intent is durable before anything is published. Each
   // consumer decides from its own entry's status, and the record must never
   // overtake that decision: from now on the entry says "replaying", so the
   // consumer that parked it applies the record whenever it arrives.
-  std::string refused;
+  auto start = how;
+  start.publish_now = how.publish_now && make_producer_ != nullptr;
+  persistence::replay_refusal why;
   std::optional<persistence::dlq_entry> e;
   try {
-    e = store_->begin_replay(id, refused);
+    e = store_->begin_replay(id, why, start);
   } catch (const db_error& err) {
-    return failed_step(err, "replay of DLQ entry " + std::to_string(id), id);
+    return failed_step(err, action + " of DLQ entry " + std::to_string(id), id);
   }
   if (!e)
-    return {result::refused, replay_refusal(id, refused)};
+    return {result::refused, replay_refusal(id, why)};
+  if (!start.publish_now) {
+    note_action(e->id, action, actor,
+                "recorded; published by the DLQ handler at its next sweep");
+    return {result::pending,
+            action + " of entry " + std::to_string(id) +
+              " recorded; the DLQ handler publishes it within seconds",
+            dlq_status::replaying};
+  }
   return publish_replay(*e, actor, action);
 }
 
@@ -121,14 +148,18 @@ outcome dlq_operations::publish_replay(const persistence::dlq_entry& e,
                    site);
   auto entry = std::to_string(e.id);
   // From here the entry is "replaying": whatever fails, the DLQ handler's
-  // sweep publishes it again, so the answer says so rather than "failed".
+  // sweep publishes it again (or gives up after dlq.replay-give-up-ms), so
+  // the answer says so rather than "failed".
   auto pending = [&](const std::string& why) {
-    note_action(e.id, action, actor,
-                "not acknowledged: " + why +
-                  "; stays replaying, published again by the DLQ handler");
+    try {
+      store_->replay_failed(e.id, action, actor, why);
+    } catch (const db_error& err) {
+      ef::log::warn("dlq: entry {}: failed publish not recorded ({}): {}", e.id,
+                    err.what(), why);
+    }
     return outcome{result::pending,
-                   "replay of " + entry + " recorded but not acknowledged (" +
-                     why +
+                   action + " of " + entry +
+                     " recorded but not acknowledged (" + why +
                      "); the entry stays replaying and the DLQ "
                      "handler publishes it again",
                    dlq_status::replaying};
@@ -180,18 +211,6 @@ outcome dlq_operations::publish_replay(const persistence::dlq_entry& e,
           dlq_status::replayed};
 }
 
-int dlq_operations::sweep_replays(std::chrono::milliseconds grace, int limit) {
-  int done = 0;
-  for (auto& e : store_->claim_stale_replays(grace, limit)) {
-    ef::log::warn("dlq: entry {} (event {} order {}) was left replaying "
-                  "(a crash or a failed publish); publishing it again",
-                  e.id, e.event_id, e.order_key);
-    if (publish_replay(e, "dlq-sweeper", "replay").ok())
-      ++done;
-  }
-  return done;
-}
-
 outcome dlq_operations::discard(std::int64_t id, const std::string& actor) {
   auto what = "discard of DLQ entry " + std::to_string(id);
   std::optional<persistence::dlq_entry> e;
@@ -206,59 +225,64 @@ outcome dlq_operations::discard(std::int64_t id, const std::string& actor) {
   }
   switch (r) {
   case persistence::discard_result::not_parked:
-    return {result::refused, "DLQ entry " + std::to_string(id) + " is " +
-                               e->status +
-                               ", only parked entries can be discarded"};
-  case persistence::discard_result::already_applied:
     return {result::refused,
-            "DLQ entry " + std::to_string(id) + ": " + e->consumer +
-              " applied event " + e->event_id +
-              " meanwhile, so it cannot be discarded (a replay of the entry "
-              "is suppressed and releases the order's next parked event)"};
+            "DLQ entry " + std::to_string(id) + " is " + e->status +
+              ": only a parked entry, or a replay no broker acknowledged, "
+              "can be discarded"};
+  case persistence::discard_result::already_applied:
+    return {result::refused, "DLQ entry " + std::to_string(id) + ": " +
+                               e->consumer + " applied event " + e->event_id +
+                               " meanwhile, so it cannot be discarded"};
   case persistence::discard_result::discarded:
     break;
   }
   ef::log::info("dlq: discarded entry {} (event {} order {}) by {}", id,
                 e->event_id, e->order_key, actor);
-  // The discard is committed: the answer says so whatever the release does.
-  // A release that fails is the DLQ handler's (release_orphans).
-  std::string released;
-  auto not_now = [&](const std::string& why) {
-    return "; the next parked event of order " + e->order_key +
-           " was not released now (" + why + "): the DLQ handler releases it";
-  };
-  try {
-    if (auto r = release_next(e->consumer, e->order_key, actor))
-      released = r->what == result::done || r->what == result::pending
-                   ? "; released the next parked event of order " + e->order_key
-                   : not_now(r->message);
-  } catch (const std::exception& err) {
-    released = not_now(err.what());
-  }
-  return {result::done, "discarded entry " + std::to_string(id) + released,
+  return {result::done,
+          "discarded entry " + std::to_string(id) + "; " +
+            after_discard(*e, actor),
           dlq_status::discarded};
 }
 
-std::optional<outcome>
-dlq_operations::release_next(const std::string& consumer,
-                             const std::string& order_key,
-                             const std::string& actor) {
-  auto next = store_->head_of(consumer, order_key);
-  if (!next)
-    return std::nullopt;
-  return replay(next->id, actor, "release");
+std::string dlq_operations::after_discard(const persistence::dlq_entry& e,
+                                          const std::string& actor) {
+  // The discard is committed: the answer says so whatever the release does.
+  // A release that fails is the DLQ handler's (release_orphans).
+  auto of_order = " of order " + e.order_key + " for " + e.consumer;
+  auto not_now = [&](const std::string& why) {
+    return "the next parked entry" + of_order + " was not released now (" +
+           why + "): the DLQ handler releases it";
+  };
+  try {
+    if (auto before = store_->blocker_of(e.id))
+      return "entry " + std::to_string(before->id) + of_order +
+             " before it is still " + before->status +
+             ", so nothing else changed";
+    auto released = release_after(e.id, actor);
+    if (!released)
+      return "no parked entry" + of_order + " follows it";
+    if (released->what != result::done && released->what != result::pending)
+      return not_now(released->message);
+    return "released the next parked entry" + of_order + ": " +
+           released->message;
+  } catch (const std::exception& err) {
+    return not_now(err.what());
+  }
 }
 
-int dlq_operations::release_orphans(int limit) {
-  int released = 0;
-  for (auto id : store_->orphaned_heads(limit)) {
-    ef::log::warn("dlq: entry {} waits behind discarded events only (a "
-                  "release that failed); releasing it",
-                  id);
-    auto r = replay(id, "dlq-sweeper", "release");
-    released += r.what == result::done || r.what == result::pending;
-  }
-  return released;
+std::optional<outcome> dlq_operations::release_after(std::int64_t decided,
+                                                     const std::string& actor) {
+  auto next = store_->next_after(decided);
+  if (!next)
+    return std::nullopt;
+  persistence::replay_start how;
+  how.released_by = decided;
+  auto r = start_replay(*next, actor, "release", how);
+  // Something before it other than `decided` is still undecided (or it was
+  // taken meanwhile): nothing is released now.
+  if (r.what == result::refused)
+    return std::nullopt;
+  return r;
 }
 
 } // namespace ef

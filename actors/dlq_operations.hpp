@@ -57,11 +57,16 @@ public:
   };
 
   /// A producer for replays to `topic`, made at the first replay there.
+  /// An empty factory: these operations publish nothing themselves (a
+  /// command line without a broker); a release is recorded for the DLQ
+  /// handler, which publishes it at its next sweep.
   using producer_factory =
     std::function<std::unique_ptr<kafka::record_publisher>(
       const std::string& topic)>;
 
   /// `faults`: the crash points of the replay's steps (none if null).
+  /// `delivery_timeout_ms` bounds each replay's publish; `cluster` without
+  /// bootstrap servers: no producer (see producer_factory).
   dlq_operations(std::string dsn, kafka::connection cluster,
                  int delivery_timeout_ms,
                  std::shared_ptr<chaos> faults = nullptr);
@@ -72,31 +77,55 @@ public:
                  std::shared_ptr<chaos> faults = nullptr);
   ~dlq_operations();
 
-  /// Replays entry `id` (steps 1-3, recorded as `action` by `actor`).
+  /// Replays entry `id` (steps 1-3, recorded as `action` by `actor`). Only
+  /// the head of its order for its consumer can be replayed: an entry
+  /// behind an undecided one is refused, and says which one it waits for.
   outcome replay(std::int64_t id, const std::string& actor,
                  const std::string& action = "replay");
 
-  /// Marks parked entry `id` discarded (no effect is ever applied for it),
-  /// then releases the next parked event of the same order, if any:
-  /// discarding the head of an order means "skip it", not "stall the order".
+  /// Marks entry `id` discarded (no effect is ever applied for it). If it
+  /// was the head of its order, the next parked entry of that order (same
+  /// consumer) is released; an entry behind an undecided one changes alone.
+  /// A discard publishes nothing itself: the release's publish is done by
+  /// the DLQ handler (docs/dlq.md), and the answer says so.
   outcome discard(std::int64_t id, const std::string& actor);
 
-  /// Replays the oldest parked entry of (consumer, order_key): that
-  /// replay's outcome, or nullopt if none is parked. Throws db_error if
-  /// the database could not say which one that is.
-  std::optional<outcome> release_next(const std::string& consumer,
-                                      const std::string& order_key,
-                                      const std::string& actor);
+  /// Entry `decided` left its order's undecided entries (a discard, or its
+  /// replay was applied): replays the next parked entry of its consumer and
+  /// order, if nothing else before that one is undecided. nullopt if
+  /// nothing is released. Throws db_error if the database could not say.
+  std::optional<outcome> release_after(std::int64_t decided,
+                                       const std::string& actor);
 
   /// Releases, at most `limit` per call, parked events left waiting behind
   /// nothing but discarded ones (a discard whose own release failed after
   /// its commit); returns how many it released. Run by the DLQ handler.
   int release_orphans(int limit = 10);
 
-  /// Finishes replays left "replaying" for longer than `grace` (a crash or
-  /// a failed publish between the steps), at most `limit` per call; returns
-  /// how many were published and marked.
+  /// Finishes replays whose publish is due (never attempted, or left
+  /// "replaying" for longer than `grace` by a crash or a failed publish), at
+  /// most `limit` per call; returns how many were published and marked.
   int sweep_replays(std::chrono::milliseconds grace, int limit = 10);
+
+  /// Parks again the replays whose publish no broker acknowledged for
+  /// `give_up` (a topic that is gone, an ACL that refuses): an operator can
+  /// decide on them again. Returns them, with their last errors.
+  std::vector<persistence::dlq_entry>
+  give_up_replays(std::chrono::milliseconds give_up, int limit = 10);
+
+  /// One entry of a group command and what became of it.
+  struct group_step {
+    persistence::dlq_entry entry;
+    outcome what;
+  };
+
+  /// Replays the parked entries of a fingerprint group (its short id or its
+  /// fingerprint), each order's in order: the first of an order is
+  /// replayed if it is its order's head; the order's later ones follow it
+  /// by release (pending); one behind an entry the group does not contain
+  /// is refused (decide that one first). `dry_run`: only says so.
+  std::vector<group_step> replay_group(const std::string& group,
+                                       const std::string& actor, bool dry_run);
 
   persistence::dlq_records& store() { return *store_; }
 
@@ -104,6 +133,16 @@ private:
   /// Records an audit line; a failure to write it is logged, not thrown.
   void note_action(std::int64_t id, const std::string& action,
                    const std::string& actor, const std::string& what);
+
+  /// What followed a committed discard of `e`, for its answer: nothing (an
+  /// undecided entry before it), or the release of the next one.
+  std::string after_discard(const persistence::dlq_entry& e,
+                            const std::string& actor);
+
+  /// Step 1, and then steps 2 and 3 if this can publish and `how` says so.
+  outcome start_replay(std::int64_t id, const std::string& actor,
+                       const std::string& action,
+                       const persistence::replay_start& how);
 
   /// Steps 2 and 3 for an entry that is "replaying".
   outcome publish_replay(const persistence::dlq_entry& e,
@@ -116,8 +155,12 @@ private:
   kafka::record_publisher& producer_for(const std::string& topic);
 };
 
-/// An entry as JSON: what the handler answers and `eventforge dlq show`
-/// prints (dlq_handler.cpp).
+/// An entry as JSON: what the DLQ desk answers and `eventforge dlq show`
+/// prints (dlq_json.cpp).
 std::string to_json(const persistence::dlq_entry& e);
+/// A fingerprint group as JSON, with its short id.
+std::string to_json(const persistence::dlq_group& g);
+/// What a group command did, entry by entry.
+std::string to_json(const std::vector<dlq_operations::group_step>& steps);
 
 } // namespace ef

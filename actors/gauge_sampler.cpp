@@ -56,6 +56,8 @@ void export_row_gauges(const persistence::ops_rows& rows, telemetry& m) {
           i == rows.dlq_by_status.end() ? 0.0 : static_cast<double>(i->second));
   }
   m.set("dlq_oldest_parked_age_seconds", {}, rows.dlq_oldest_parked_age_s);
+  m.set("dlq_oldest_unacknowledged_replay_age_seconds", {},
+        rows.dlq_oldest_unacknowledged_replay_age_s);
 }
 
 void export_lag(const lag_by_consumer& lag, telemetry& m) {

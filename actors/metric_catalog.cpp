@@ -114,6 +114,14 @@ const std::map<std::string, metric_family>& metric_catalog() {
     {"dlq_oldest_parked_age_seconds",
      {metric_kind::gauge,
       "Age of the oldest unresolved DLQ entry (0 if none)."}},
+    {"dlq_oldest_unacknowledged_replay_age_seconds",
+     {metric_kind::gauge,
+      "Age of the oldest replay no broker has acknowledged yet (0 if "
+      "none): a replay stuck on a topic that is gone or refuses it."}},
+    {"dlq_replays_given_up_total",
+     {metric_kind::counter,
+      "Replays parked again after dlq.replay-give-up-ms without an "
+      "acknowledged publish, by consumer."}},
     {"actor_restarts_total",
      {metric_kind::counter, "Actor restarts by kind and reason class."}},
     {"actors_down",

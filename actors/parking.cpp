@@ -47,13 +47,21 @@ public:
     return head{h->event_id, h->id};
   }
 
-  bool park(const partition_record& rec, const order_event* ev,
-            const failure& why, int attempts,
-            const std::string& first_failure_at) override;
+  std::optional<head> waits_behind(std::int64_t entry_id) override {
+    auto b = ops_.store().blocker_of(entry_id);
+    if (!b || b->status != dlq_status::parked)
+      return std::nullopt;
+    return head{b->event_id, b->id};
+  }
 
-  bool release_next(const std::string& order_id) override {
+  parked park(const partition_record& rec, const order_event* ev,
+              const failure& why, int attempts,
+              const std::string& first_failure_at,
+              std::int64_t replay_of) override;
+
+  bool release_after(std::int64_t entry_id) override {
     using result = dlq_operations::result;
-    auto r = ops_.release_next(consumer_, order_id, "release:" + consumer_);
+    auto r = ops_.release_after(entry_id, "release:" + consumer_);
     if (!r)
       return false;
     // The database did not take the release: the record is tried again
@@ -65,6 +73,11 @@ public:
   }
 
 private:
+  /// A delivery of an entry that is decided: counted as a suppressed
+  /// duplicate, parked nowhere.
+  void decided_already(const partition_record& rec, const std::string& entry,
+                       const std::string& status);
+
   context_ptr ctx_;
   std::string consumer_;
   std::int32_t partition_;
@@ -74,14 +87,29 @@ private:
   std::optional<std::set<std::string>> parked_orders_;
 };
 
-bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
-                            const failure& why, int attempts,
-                            const std::string& first_failure_at) {
+parking::parked dlq_parking_impl::park(const partition_record& rec,
+                                       const order_event* ev,
+                                       const failure& why, int attempts,
+                                       const std::string& first_failure_at,
+                                       std::int64_t replay_of) {
+  auto& store = ops_.store();
   persistence::dlq_entry e;
+  e.id = replay_of;
   e.consumer = consumer_;
-  e.event_id = ev ? ev->event_id
-                  : "offset:" + std::to_string(rec.partition) + ":" +
-                      std::to_string(rec.offset);
+  // A record that cannot be decoded is named by its bytes: the same record
+  // delivered again, at any offset, meets the same entry and its decision.
+  e.event_id = ev ? ev->event_id : store.undecodable_key(rec.key, rec.value);
+  // A decision stands whatever arrives again (a repair, a group reset, a
+  // redelivery behind a parked head): a delivery of a decided entry, or of
+  // one whose replay is on its way, is a duplicate. A failed replay of the
+  // entry itself parks it again.
+  if (replay_of == 0) {
+    auto status = store.status_of(consumer_, e.event_id);
+    if (status && *status != dlq_status::parked) {
+      decided_already(rec, e.event_id, *status);
+      return parked::decided;
+    }
+  }
   e.order_key = rec.key;
   e.key = rec.key;
   e.value = rec.value;
@@ -90,6 +118,8 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
   e.error_class = why.kind;
   e.error_message = why.message;
   e.attempts = attempts;
+  // The topic this consumer read it from, never a header's say-so: a
+  // replay publishes there.
   e.source_topic = ctx_->cfg.kafka.topic;
   e.source_partition = rec.partition;
   e.source_offset = rec.offset;
@@ -101,9 +131,9 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
       ctx_->cfg.kafka.delivery_timeout_ms, "eventforge-dlq-" + consumer_);
   auto d = producer_->publish_raw(
     rec.key, rec.value,
-    // The entry's own key, so the DLQ topic's reader files this copy under
-    // the same entry: for an undecodable record that is its position, also
-    // when the record carried an event_id header of its own.
+    // The entry's own name, so the DLQ topic's reader files this copy under
+    // the same entry, also when the record carried an event_id header of
+    // its own (an undecodable record's name is made from its bytes again).
     {{record_header::event_id, e.event_id},
      {record_header::dlq_source_topic, e.source_topic},
      {record_header::dlq_source_partition, std::to_string(rec.partition)},
@@ -119,12 +149,14 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
     ef::log::warn("{} p{} offset {}: DLQ produce not acknowledged ({}); the "
                   "offset stays",
                   consumer_, partition_, rec.offset, d.error);
-    return false;
+    return parked::not_stored;
   }
   // Acked by the DLQ, offset not yet committed.
   faults_.after_dlq_ack(rec, e.event_type, e.event_id);
+  persistence::parked_entry stored;
   try {
-    ops_.store().park(e, true);
+    stored = store.park(e, replay_of != 0 ? persistence::park_as::failed_replay
+                                          : persistence::park_as::failure);
   } catch (const persistence::db_error& err) {
     // The DLQ holds a copy; the entry is stored when the record is tried
     // again (the copy's reader will not store it for an event that gets
@@ -132,7 +164,12 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
     ef::log::warn("{} p{} offset {}: DLQ entry not stored ({}); the offset "
                   "stays",
                   consumer_, partition_, rec.offset, err.what());
-    return false;
+    return parked::not_stored;
+  }
+  if (stored.status != dlq_status::parked) {
+    // Decided between the look and the store (an operator was quicker).
+    decided_already(rec, e.event_id, stored.status);
+    return parked::decided;
   }
   if (parked_orders_)
     parked_orders_->insert(rec.key);
@@ -141,11 +178,21 @@ bool dlq_parking_impl::park(const partition_record& rec, const order_event* ev,
                  {{"consumer", consumer_}, {"class", why.kind}});
   ctx_->metrics->add("dlq_parked_total",
                      {{"consumer", consumer_}, {"class", why.kind}});
-  ef::log::warn("{} p{} offset {}: event {} parked in the DLQ after {} "
-                "attempt(s): {}: {}",
-                consumer_, partition_, rec.offset, e.event_id, attempts,
-                why.kind, why.message);
-  return true;
+  ef::log::warn("{} p{} offset {}: event {} parked in the DLQ (entry {}) "
+                "after {} attempt(s): {}: {}",
+                consumer_, partition_, rec.offset, e.event_id, stored.id,
+                attempts, why.kind, why.message);
+  return parked::stored;
+}
+
+void dlq_parking_impl::decided_already(const partition_record& rec,
+                                       const std::string& entry,
+                                       const std::string& status) {
+  ctx_->metrics->add("consumer_duplicates_suppressed_total",
+                     {{"consumer", consumer_}});
+  ef::log::info("{} p{} offset {}: {} is {} in the DLQ already; this "
+                "delivery is a duplicate and parks nothing",
+                consumer_, partition_, rec.offset, entry, status);
 }
 
 } // namespace

@@ -37,17 +37,34 @@ public:
   /// The oldest parked event of the order, if any.
   virtual std::optional<head> parked_head(const std::string& order_id) = 0;
 
-  /// Produces `rec` (with every header) to the DLQ topic and, once that is
-  /// acknowledged, stores its entry; false if either did not happen (the
-  /// record is tried again; a copy on the topic is harmless).
-  virtual bool park(const partition_record& rec, const order_event* ev,
-                    const failure& why, int attempts,
-                    const std::string& first_failure_at) = 0;
+  /// The earliest parked entry of this consumer's order that comes before
+  /// entry `entry_id`, if any: a replay of that entry waits behind it (an
+  /// operator never starts such a replay; this keeps the order whatever
+  /// started it).
+  virtual std::optional<head> waits_behind(std::int64_t entry_id) = 0;
 
-  /// A replay for this consumer went through: replays the next parked
-  /// event of the order, so its events follow in their original order.
-  /// False if none.
-  virtual bool release_next(const std::string& order_id) = 0;
+  /// What park() did.
+  enum class parked {
+    stored,     ///< on the DLQ topic and in dlq_events: the offset may move
+    not_stored, ///< the DLQ or the database failed: try the record again
+    decided,    ///< its entry was decided (discarded, replayed) or is being
+                ///< replayed: this delivery is a duplicate, nothing parked
+  };
+
+  /// Produces `rec` (with every header) to the DLQ topic and, once that is
+  /// acknowledged, stores its entry. `replay_of`: the entry `rec` replays
+  /// (0 if none): a failed replay parks that entry again. A delivery of an
+  /// entry that is decided parks nothing: a decision stands, whatever
+  /// arrives again.
+  virtual parked park(const partition_record& rec, const order_event* ev,
+                      const failure& why, int attempts,
+                      const std::string& first_failure_at,
+                      std::int64_t replay_of) = 0;
+
+  /// This consumer applied its replay of entry `entry_id`: replays the
+  /// next parked event of the entry's order, so its events follow in
+  /// their original order. False if none.
+  virtual bool release_after(std::int64_t entry_id) = 0;
 };
 
 /// The production parking of `consumer`'s partition `partition`.

@@ -49,8 +49,21 @@ double seconds_since(clock::time_point t) {
 std::optional<failure>
 partition_worker_state::blocked_behind_parked(const order_event& ev,
                                               const partition_record& rec) {
-  if (is_replay(rec))
-    return std::nullopt; // an operator's replay goes through
+  if (is_replay(rec)) {
+    // Ours (attempt() skipped the others'): the head of its order, unless
+    // an earlier entry is parked, and then it waits behind that one. An
+    // operator never starts such a replay; order holds whoever did.
+    auto entry = replay_entry(rec);
+    auto head = dlq->waits_behind(entry);
+    if (!head)
+      return std::nullopt;
+    return failure{failure_class::permanent, "parked_behind",
+                   "order " + ev.order_id + " has an earlier parked event " +
+                     head->event_id + " (DLQ entry " +
+                     std::to_string(head->entry_id) +
+                     "); the replay of DLQ entry " + std::to_string(entry) +
+                     " waits behind it"};
+  }
   auto head = dlq->parked_head(ev.order_id);
   if (!head || head->event_id == ev.event_id)
     return std::nullopt; // none, or the head itself again after a crash
@@ -100,7 +113,7 @@ partition_worker_state::attempt(const partition_record& rec) try {
   // A replay for this consumer is through: release the next parked event
   // of its order, so the order's events follow in their original order.
   // Only the consumer it was for: another's replay releases nothing here.
-  if (ours && dlq->release_next(ev->order_id))
+  if (ours && dlq->release_after(replay_entry(rec)))
     ef::log::info("{}: released the next parked event of order {}", consumer,
                   ev->order_id);
   return std::nullopt;
@@ -197,8 +210,11 @@ partition_worker_state::work(caf::event_based_actor* self) {
       }
       std::string error;
       auto ev = kafka::decode_value(rec.value, rec.key, error);
-      if (!dlq->park(rec, ev ? &*ev : nullptr, *fail, retries->attempts(),
-                     retries->first_failure_at()))
+      // A replay reaching here is ours (attempt() skipped the others').
+      auto parked =
+        dlq->park(rec, ev ? &*ev : nullptr, *fail, retries->attempts(),
+                  retries->first_failure_at(), replay_entry(rec));
+      if (parked == parking::parked::not_stored)
         return verdict.wait; // the DLQ is unreachable: keep the record
     }
     retries->succeeded(rec.offset);

@@ -170,7 +170,12 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
       return self->state.pass_on<order_api, order_view>("orders", cmd);
     },
     [=](dlq_command& cmd) {
-      return self->state.pass_on<dlq_api, dlq_reply>("dlq", cmd);
+      // Reads go to a desk of their own where this subtree has one, so
+      // they never wait behind a replay's publish.
+      auto route = is_read(cmd.verb) && self->state.next_on("dlq-reads")
+                     ? "dlq-reads"
+                     : "dlq";
+      return self->state.pass_on<dlq_api, dlq_reply>(route, cmd);
     },
     [=](restart_atom, std::uint64_t index) {
       auto& c = self->state.children[index];

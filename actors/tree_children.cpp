@@ -1,6 +1,7 @@
 #include "actors/tree_children.hpp"
 
 #include "actors/api_worker.hpp"
+#include "actors/dlq_desk.hpp"
 #include "actors/dlq_handler.hpp"
 #include "actors/gauge_sampler.hpp"
 #include "actors/group_member.hpp"
@@ -59,6 +60,25 @@ std::vector<child_spec> consumer_group(const context_ptr& ctx,
            ""}};
 }
 
+/// The DLQ handler (the DLQ topic, the replay sweep) and two desks for
+/// operator commands: one for replays and discards ("dlq"), one for reads
+/// ("dlq-reads"), so no answer waits behind the sweep's publishes and no
+/// read behind a replay's.
+std::vector<child_spec> dlq_children(const context_ptr& ctx) {
+  auto desk = [=](caf::local_actor* self) {
+    return caf::actor_cast<caf::actor>(
+      self->spawn<blocking_child>(dlq_desk, ctx));
+  };
+  return {{"dlq-handler", "dlq-handler",
+           [=](caf::local_actor* self) {
+             return caf::actor_cast<caf::actor>(
+               self->spawn<blocking_child>(dlq_handler, ctx));
+           },
+           ""},
+          {"dlq-desk", "dlq-desk", desk, "dlq"},
+          {"dlq-desk", "dlq-reader", desk, "dlq-reads"}};
+}
+
 } // namespace
 
 std::vector<child_spec> tree_children(const context_ptr& ctx) {
@@ -66,15 +86,7 @@ std::vector<child_spec> tree_children(const context_ptr& ctx) {
   std::vector<child_spec> top;
   top.push_back(sub_supervisor("api", api_workers(ctx), ctx, "orders"));
   top.push_back(sub_supervisor("relays", relay_shards(ctx), ctx));
-  top.push_back(
-    sub_supervisor("dlq",
-                   {{"dlq-handler", "dlq-handler",
-                     [=](caf::local_actor* self) {
-                       return caf::actor_cast<caf::actor>(
-                         self->spawn<blocking_child>(dlq_handler, ctx));
-                     },
-                     "dlq"}},
-                   ctx, "dlq"));
+  top.push_back(sub_supervisor("dlq", dlq_children(ctx), ctx, "dlq"));
   top.push_back(
     sub_supervisor("maintenance",
                    {{"janitor", "janitor",

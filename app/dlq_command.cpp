@@ -4,19 +4,21 @@
 #include "actors/dlq_operations.hpp"
 #include "app/command.hpp"
 
-#include <cstdlib>
+#include <pwd.h>
+#include <unistd.h>
+
 #include <iostream>
 
 namespace ef::app {
 namespace {
 
 using config::settings;
+using result = dlq_operations::result;
 
 /// `eventforge dlq replay|discard`'s exit status: 0 done (or a replay whose
 /// publish the DLQ handler finishes), 1 refused or nothing changed, 3 the
 /// outcome is unknown (the message says how to settle it).
 int dlq_exit_code(const dlq_operations::outcome& r) {
-  using result = dlq_operations::result;
   switch (r.what) {
   case result::done:
   case result::pending:
@@ -30,10 +32,21 @@ int dlq_exit_code(const dlq_operations::outcome& r) {
   return 1;
 }
 
-/// Who the audit trail names for a change made from the command line.
+/// Who the audit trail names for a change made from the command line: the
+/// effective user, as the system knows it ($USER is unset for root in a
+/// non-login shell, and anyone can set it).
 std::string cli_actor() {
-  auto user = std::getenv("USER");
-  return std::string("cli:") + (user ? user : "unknown");
+  auto* pw = getpwuid(geteuid());
+  return "cli:" + (pw && pw->pw_name ? std::string(pw->pw_name)
+                                     : "uid " + std::to_string(geteuid()));
+}
+
+/// A fingerprint on one line: its first line, and how many more it has.
+std::string one_line(const std::string& text) {
+  auto end = text.find('\n');
+  if (end == std::string::npos || end + 1 >= text.size())
+    return text.substr(0, end);
+  return text.substr(0, end) + " …";
 }
 
 class dlq_cmd final : public command {
@@ -49,15 +62,19 @@ public:
     sub.add_option("id", id_, "DLQ entry id (show, replay, discard)");
     sub.add_option("--status", status_, "list: only entries in this status");
     sub.add_option("--group", group_,
-                   "replay: every parked entry with this fingerprint");
+                   "replay: every parked entry of this group (its id as "
+                   "`dlq list` prints it, or its fingerprint)");
     sub.add_flag("--dry-run", dry_run_,
                  "replay/discard: show what would happen");
+    sub.add_flag("--json", json_,
+                 "list: the groups and whole entries as one JSON document");
   }
 
   int run(configuration& c) override {
     const auto& cfg = c.settings;
     // Only a replay publishes: list, show and discard read and write the
-    // database alone.
+    // database alone (a discard's release is published by the DLQ handler
+    // of the running system).
     bool publishes = action_ == "replay" && !dry_run_;
     if (cfg.database.url.empty() || (publishes && cfg.kafka.brokers.empty())) {
       std::cerr << "eventforge: dlq " << action_ << " needs --database.url"
@@ -67,7 +84,8 @@ public:
       return 2;
     }
     dlq_operations ops(cfg.database.url,
-                       kafka::cluster_of(cfg, cfg.kafka.brokers),
+                       publishes ? kafka::cluster_of(cfg, cfg.kafka.brokers)
+                                 : kafka::connection{},
                        cfg.kafka.delivery_timeout_ms);
     if (action_ == "list")
       return list(ops.store());
@@ -84,14 +102,26 @@ public:
 
 private:
   int list(persistence::dlq_records& store) const {
+    if (json_) {
+      std::string groups, entries;
+      for (auto& g : store.groups())
+        groups += (groups.empty() ? "" : ",") + ef::to_json(g);
+      for (auto& e : store.list(status_, 1000))
+        entries += (entries.empty() ? "" : ",") + ef::to_json(e);
+      std::cout << "{\"groups\":[" << groups << "],\"entries\":[" << entries
+                << "]}" << std::endl;
+      return 0;
+    }
+    // One line per group and per entry: the group's id is what `replay
+    // --group` takes (a fingerprint spans lines, and `$(...)` cuts its end).
     for (auto& g : store.groups())
-      std::cout << "group " << g.fingerprint << ": " << g.count
-                << " parked, oldest " << static_cast<long>(g.oldest_age_seconds)
-                << " s\n";
+      std::cout << "group " << g.id << ": " << g.count << " parked, oldest "
+                << static_cast<long>(g.oldest_age_seconds)
+                << " s: " << one_line(g.fingerprint) << "\n";
     for (auto& e : store.list(status_, 1000))
       std::cout << e.id << " " << e.status << " " << e.consumer << " event "
                 << e.event_id << " order " << e.order_key << " "
-                << e.error_class << ": " << e.error_message << "\n";
+                << e.error_class << ": " << one_line(e.error_message) << "\n";
     return 0;
   }
 
@@ -105,25 +135,24 @@ private:
     return 0;
   }
 
+  /// 0 if every entry was replayed or follows one that was, 3 if the
+  /// outcome of any is unknown, else 1 (one was refused: it waits behind an
+  /// entry the group does not contain, or the database failed).
   int replay_group(dlq_operations& ops) const {
-    auto entries = ops.store().in_group(group_);
-    if (entries.empty()) {
-      std::cerr << "eventforge: no parked entries in group \"" << group_ << "\""
+    auto steps = ops.replay_group(group_, cli_actor(), dry_run_);
+    if (steps.empty()) {
+      std::cerr << "eventforge: no parked entries in group \"" << group_
+                << "\" (`eventforge dlq list` prints each group's id)"
                 << std::endl;
       return 1;
     }
-    int failed = 0;
-    for (auto& e : entries) {
-      if (dry_run_) {
-        std::cout << "would replay " << e.id << " (event " << e.event_id
-                  << ")\n";
-        continue;
-      }
-      auto r = ops.replay(e.id, cli_actor());
-      std::cout << r.message << "\n";
-      failed += dlq_exit_code(r) == 0 ? 0 : 1;
+    int code = 0;
+    for (auto& s : steps) {
+      std::cout << s.what.message << "\n";
+      auto c = dlq_exit_code(s.what);
+      code = c == 3 || code == 3 ? 3 : std::max(code, c);
     }
-    return failed == 0 ? 0 : 1;
+    return code;
   }
 
   int replay_or_discard(dlq_operations& ops) const {
@@ -143,6 +172,7 @@ private:
   std::string status_;
   std::string group_;
   bool dry_run_ = false;
+  bool json_ = false;
 };
 
 } // namespace

@@ -519,6 +519,13 @@ std::vector<option> make_options() {
     "processed_events). Parked and replaying entries are never pruned. 0 "
     "keeps everything forever"));
   v.push_back(int_opt<int>(
+    "dlq.replay-give-up-ms",
+    [](settings& s) -> int& { return s.dlq.replay_give_up_ms; }, 1000, max_int,
+    "milliseconds after which a replay whose publish no broker acknowledged "
+    "(a topic gone, an ACL that refuses) is parked again with its last "
+    "error, for an operator to decide anew; until then the DLQ handler "
+    "publishes it again every 5 s once its delivery timeout passed"));
+  v.push_back(int_opt<int>(
     "retention.batch-size",
     [](settings& s) -> int& { return s.retention.batch_size; }, 1, 1000000,
     "rows deleted per janitor transaction (keeps locks short)"));

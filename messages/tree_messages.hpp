@@ -92,10 +92,15 @@ using api_worker_actor =
   order_api::extend<caf::reacts_to<flush_atom>,
                     caf::replies_to<drain_atom>::with<drain_report>>;
 
-/// The DLQ handler: operator commands, its poll loop and the drain.
+/// The DLQ handler: its poll loop (the DLQ topic, the replay sweep) and the
+/// drain.
 using dlq_handler_actor =
-  dlq_api::extend<caf::reacts_to<poll_atom>,
-                  caf::replies_to<drain_atom>::with<drain_report>>;
+  caf::typed_actor<caf::reacts_to<poll_atom>,
+                   caf::replies_to<drain_atom>::with<drain_report>>;
+
+/// A DLQ desk: operator commands, and the drain.
+using dlq_desk_actor =
+  dlq_api::extend<caf::replies_to<drain_atom>::with<drain_report>>;
 
 /// A supervisor's live children, by name.
 using child_map = std::map<std::string, caf::actor>;

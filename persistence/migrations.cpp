@@ -373,6 +373,26 @@ CREATE TRIGGER broker_epoch_notify AFTER INSERT ON broker_epochs
   FOR EACH ROW EXECUTE FUNCTION broker_epoch_notify();
 )sql";
 
+// An operator's decision touches exactly what it names (issue 41). A replay
+// waits behind its order's undecided entries, so the earliest undecided
+// entry of a (consumer, order) is looked up by position; a replay whose
+// publish never succeeds gives up after dlq.replay-give-up-ms and is parked
+// again with its last error; a release the CLI recorded without a broker is
+// published by the DLQ handler at once (replay_started_at NULL: no publish
+// attempted yet).
+constexpr const char* v12_dlq_decisions = R"sql(
+CREATE INDEX dlq_events_undecided ON dlq_events
+  (consumer, order_key, source_offset, id)
+  WHERE status IN ('parked', 'replaying');
+ALTER TABLE dlq_events ADD COLUMN replay_requested_at timestamptz;
+ALTER TABLE dlq_events ADD COLUMN replay_error text;
+UPDATE dlq_events SET replay_requested_at = replay_started_at
+  WHERE status = 'replaying';
+ALTER TABLE dlq_actions DROP CONSTRAINT dlq_actions_action_check;
+ALTER TABLE dlq_actions ADD CONSTRAINT dlq_actions_action_check
+  CHECK (action IN ('replay', 'discard', 'release', 'give_up'));
+)sql";
+
 const std::vector<migration>& migrations() {
   static const std::vector<migration> all{
     {1, "core: orders, outbox, processed_events, effects, accounts, keys",
@@ -392,6 +412,8 @@ const std::vector<migration>& migrations() {
     {10, "decisions that outlive retention: discard marks, pruned entries",
      v10_lasting_decisions},
     {11, "a NOTIFY for each new broker epoch", v11_epoch_notify},
+    {12, "DLQ decisions: undecided entries by position, replay give-up",
+     v12_dlq_decisions},
   };
   return all;
 }

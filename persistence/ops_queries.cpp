@@ -29,6 +29,11 @@ ops_rows ops_reader::read() {
               "min(parked_at)), 0)::float8 FROM dlq_events WHERE status = "
               "'parked'")[0]
         .as<double>();
+    out.dlq_oldest_unacknowledged_replay_age_s =
+      t.exec1("SELECT coalesce(extract(epoch FROM clock_timestamp() - "
+              "min(replay_requested_at)), 0)::float8 FROM dlq_events WHERE "
+              "status = 'replaying' AND replay_offset IS NULL")[0]
+        .as<double>();
     // Relay shard locks are advisory locks (relay_lock_class, shard).
     for (const auto& r : t.exec_params(
            "SELECT l.objid::int, a.pid || '@' || coalesce(host(a.client_addr), "

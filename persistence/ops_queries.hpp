@@ -13,6 +13,8 @@ struct ops_rows {
   double outbox_oldest_unsent_age_s = 0; ///< 0 if nothing is unsent
   std::map<std::string, long> dlq_by_status;
   double dlq_oldest_parked_age_s = 0;
+  /// Since the oldest replay no broker acknowledged was asked for.
+  double dlq_oldest_unacknowledged_replay_age_s = 0;
   /// shard -> "pid@client" of the session holding its relay lock.
   std::map<int, std::string> shard_owners;
 };

@@ -40,6 +40,18 @@ void http_frontend::impl::dlq_groups_route(request& req, responder done) {
   admin(req, done, {dlq_verb::groups, 0, "", ""});
 }
 
+/// POST /admin/dlq/groups/{group}/replay: the group's id as GET
+/// /admin/dlq/groups gives it.
+void http_frontend::impl::dlq_group_replay_route(request& req, responder done) {
+  auto& group = req.params.at("group");
+  if (group.empty() || group.size() > 64 ||
+      !std::all_of(group.begin(), group.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      }))
+    return done(response::error(404, "no such DLQ group", "group"));
+  admin(req, done, {dlq_verb::replay_group, 0, group, ""});
+}
+
 /// GET /admin/dlq/{id}, POST .../replay and .../discard.
 void http_frontend::impl::dlq_entry_route(dlq_verb verb, request& req,
                                           responder done) {
@@ -57,9 +69,9 @@ void http_frontend::impl::admin(const request& req, responder done,
   if (auto* refused = std::get_if<response>(&who))
     return done(std::move(*refused));
   cmd.actor = std::get<std::string>(who);
-  auto w = cmd.verb == dlq_verb::replay || cmd.verb == dlq_verb::discard
-             ? writes::dlq_verb
-             : writes::nothing;
+  auto w = cmd.verb == dlq_verb::replay_group ? writes::dlq_group
+           : is_read(cmd.verb)                ? writes::nothing
+                                              : writes::dlq_verb;
   ask<dlq_reply>(
     std::move(cmd), done,
     [](dlq_reply& r) { return response::json(200, r.json); }, w);

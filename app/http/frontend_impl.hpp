@@ -31,10 +31,11 @@ namespace http {
 /// What a request may have written, for the answer to a failure whose
 /// outcome the front cannot know itself (docs/api-contract.md).
 enum class writes {
-  nothing,  ///< a read
-  create,   ///< POST /orders: a keyed retry settles it
-  cancel,   ///< POST /orders/{id}/cancel: reading the order settles it
-  dlq_verb, ///< admin replay or discard: reading the entry settles it
+  nothing,   ///< a read
+  create,    ///< POST /orders: a keyed retry settles it
+  cancel,    ///< POST /orders/{id}/cancel: reading the order settles it
+  dlq_verb,  ///< admin replay or discard: reading the entry settles it
+  dlq_group, ///< admin group replay: reading the group's entries settles it
 };
 
 /// Maps an error reply of the tree to an HTTP response (tree_answers.cpp).
@@ -142,6 +143,10 @@ struct http_frontend::impl {
       cmd.deadline_unix_ms = http::unix_ms_in(limit);
       timeout += http::answer_grace;
     }
+    // A replay's publish is bounded by half of the limit (the DLQ desk's
+    // producers); its database steps get the grace, as a command's do.
+    if (w == writes::dlq_verb || w == writes::dlq_group)
+      timeout += http::answer_grace;
     // The root goes in as a spawn argument: CAF 0.17 binds a reference to a
     // null argument tuple for an actor spawned without any (undefined
     // behaviour that UBSan reports).
@@ -174,6 +179,7 @@ struct http_frontend::impl {
   // admin_routes.cpp: the DLQ, behind the admin token
   void dlq_list_route(request& req, responder done);
   void dlq_groups_route(request& req, responder done);
+  void dlq_group_replay_route(request& req, responder done);
   void dlq_entry_route(dlq_verb verb, request& req, responder done);
   void admin(const request& req, responder done, dlq_command cmd);
 

@@ -43,6 +43,7 @@ http::router http_frontend::impl::routes() {
     {"GET", "/orders/{id}", &impl::get_order_route},
     {"GET", "/admin/dlq", &impl::dlq_list_route},
     {"GET", "/admin/dlq/groups", &impl::dlq_groups_route},
+    {"POST", "/admin/dlq/groups/{group}/replay", &impl::dlq_group_replay_route},
   };
   static const row page_and_health_routes[] = {
     {"GET", "/overview", &impl::overview_route},

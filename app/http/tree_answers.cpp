@@ -25,6 +25,9 @@ std::string settle_hint(writes w) {
            "OrderCancelled event); a second cancel answers 409 if it was";
   case writes::dlq_verb:
     return "GET /admin/dlq/{id} shows the entry's status";
+  case writes::dlq_group:
+    return "GET /admin/dlq?status=replaying shows the group's entries whose "
+           "replay started";
   }
   return "retry";
 }

@@ -99,12 +99,17 @@ struct dlq_script {
     std::int64_t offset;
     int attempts;
     std::string kind;
+    std::int64_t replay_of = 0; ///< a failed replay parks this entry again
   };
   std::vector<entry> parked;
   int unreachable = 0; ///< park() calls that fail before one succeeds
   std::map<std::string, parking::head> heads;
+  /// Entries whose replay waits behind an earlier parked one.
+  std::map<std::int64_t, parking::head> blockers;
+  /// Events whose entries are decided (discarded, replayed).
+  std::set<std::string> decided;
   std::set<std::int64_t> our_entries; ///< replays for this consumer
-  std::vector<std::string> released;  ///< orders release_next was asked for
+  std::vector<std::int64_t> released; ///< entries release_after was asked for
 };
 
 struct fake_parking : parking {
@@ -121,17 +126,26 @@ struct fake_parking : parking {
       return std::nullopt;
     return i->second;
   }
-  bool park(const partition_record& rec, const order_event*, const failure& why,
-            int attempts, const std::string&) override {
+  std::optional<head> waits_behind(std::int64_t entry_id) override {
+    auto i = s->blockers.find(entry_id);
+    if (i == s->blockers.end())
+      return std::nullopt;
+    return i->second;
+  }
+  parked park(const partition_record& rec, const order_event* ev,
+              const failure& why, int attempts, const std::string&,
+              std::int64_t replay_of) override {
     if (s->unreachable > 0) {
       --s->unreachable;
-      return false;
+      return parked::not_stored;
     }
-    s->parked.push_back({rec.offset, attempts, why.kind});
-    return true;
+    if (replay_of == 0 && ev && s->decided.count(ev->event_id) > 0)
+      return parked::decided;
+    s->parked.push_back({rec.offset, attempts, why.kind, replay_of});
+    return parked::stored;
   }
-  bool release_next(const std::string& order_id) override {
-    s->released.push_back(order_id);
+  bool release_after(std::int64_t entry_id) override {
+    s->released.push_back(entry_id);
     return false;
   }
 };
@@ -377,7 +391,7 @@ TEST_CASE("a_replay_is_applied_and_releases_only_in_the_consumer_it_is_for_"
   f.deliver_replay(1, ours, 7);
   f.settle();
   CHECK(f.sink->applied[ours.event_id] == 1);
-  CHECK(f.dlq->released == std::vector<std::string>{order});
+  CHECK(f.dlq->released == std::vector<std::int64_t>{7});
   // A replay of another consumer's undecodable record parks nothing here:
   // whose it is is decided before the value is read.
   partition_record junk;
@@ -390,4 +404,39 @@ TEST_CASE("a_replay_is_applied_and_releases_only_in_the_consumer_it_is_for_"
   f.settle();
   CHECK(f.dlq->parked.empty());
   CHECK(f.dones() == offsets{0, 1, 2});
+}
+
+TEST_CASE("a_replay_of_an_entry_behind_a_parked_one_waits_behind_it_and_is_"
+          "never_applied_nor_releases") {
+  worker_fixture f;
+  f.dlq->our_entries = {7};
+  auto order = new_uuid_v7();
+  // Entry 3 of the same order is parked before entry 7.
+  f.dlq->blockers[7] = parking::head{new_uuid_v7(), 3};
+  auto later = event_of(order);
+  f.deliver_replay(0, later, 7);
+  f.settle();
+  INFO("the replay is not applied, and releases nothing");
+  CHECK(f.sink->applied.count(later.event_id) == 0);
+  CHECK(f.dlq->released.empty());
+  INFO("its entry is parked again behind the earlier one; the offset moves");
+  REQUIRE(f.dlq->parked.size() == 1);
+  CHECK(f.dlq->parked[0].kind == "parked_behind");
+  CHECK(f.dlq->parked[0].replay_of == 7);
+  CHECK(f.dones() == offsets{0});
+}
+
+TEST_CASE("a_decided_event_delivered_again_behind_a_parked_head_is_a_"
+          "duplicate_and_parks_nothing") {
+  worker_fixture f;
+  auto order = new_uuid_v7();
+  f.dlq->heads[order] = parking::head{new_uuid_v7(), 1};
+  auto discarded = event_of(order);
+  f.dlq->decided = {discarded.event_id};
+  f.deliver(0, discarded);
+  f.settle();
+  INFO("nothing applied, nothing parked anew, the offset moves");
+  CHECK(f.sink->applied.count(discarded.event_id) == 0);
+  CHECK(f.dlq->parked.empty());
+  CHECK(f.dones() == offsets{0});
 }

@@ -5,6 +5,7 @@
 #include "kafka/offsets.hpp"
 #include "kafka/outbox_producer.hpp"
 #include "messages/ids.hpp"
+#include "tests/integration/dlq_fixture.hpp"
 #include "tests/support/harness.hpp"
 #include <eventforge/config/options.hpp>
 #include <eventforge/embedded/verifier.hpp>
@@ -17,148 +18,20 @@
 #include <nlohmann/json.hpp>
 
 using namespace ef;
-using namespace std::chrono_literals;
+using ef::test::dlq_fixture;
+using ef::test::header;
+using ef::test::without_ages;
 
 namespace {
 
-/// `eventforge dlq list` without the groups' ages ("oldest N s"): what two
-/// listings taken moments apart must agree on.
-std::string without_ages(std::string listing) {
-  const std::string age = ", oldest ";
-  for (auto at = listing.find(age); at != std::string::npos;
-       at = listing.find(age, at)) {
-    auto end = listing.find(" s\n", at);
-    if (end == std::string::npos)
-      break;
-    listing.erase(at, end + 2 - at);
-  }
-  return listing;
-}
-
-struct dlq_fixture {
-  /// `retention_s` > 0: sent outbox rows, applied marks and resolved DLQ
-  /// entries go after that many seconds, the janitor looking every 100 ms.
-  explicit dlq_fixture(int max_attempts = 3,
-                       std::vector<std::string> points = {}, int partitions = 1,
-                       int delivery_timeout_ms = 30000, int retention_s = 0) {
-    cfg.kafka.partitions = partitions;
-    if (retention_s > 0) {
-      cfg.retention.outbox_s = retention_s;
-      cfg.retention.processed_events_s = retention_s;
-      cfg.retention.dlq_resolved_s = retention_s;
-      cfg.retention.interval_ms = 100;
-    }
-    // Also how long the DLQ handler waits before it finishes a replay left
-    // "replaying" (its delivery timeout plus a second).
-    cfg.kafka.delivery_timeout_ms = delivery_timeout_ms;
-    cfg.consumer.max_attempts = max_attempts;
-    cfg.consumer.backoff_initial_ms = 10;
-    cfg.consumer.backoff_max_ms = 50;
-    cfg.http.admin_token = "ops:s3cret";
-    if (!points.empty()) {
-      cfg.chaos.points = points;
-      cfg.chaos.rate = 1.0;
-      cfg.chaos.max_crashes_per_event = 1;
-    }
-    broker = std::make_unique<kafka::embedded_broker>(
-      1, std::vector<kafka::embedded_broker::topic_spec>{
-           {cfg.kafka.topic, partitions},
-           {config::dlq_topic_of(cfg), partitions}});
-    t = std::make_unique<test::tree>(
-      cfg, endpoints{db.dsn(), broker->bootstrap_servers()});
-  }
-
-  std::string brokers() { return broker->bootstrap_servers(); }
-
-  std::string place(const std::string& customer) {
-    auto [s, b] =
-      test::post_json(t->url(), "/orders", test::order_body(customer, 1, 1000));
-    REQUIRE(s == 201);
-    return test::json_field(b, "order_id");
-  }
-
-  void produce_raw(const std::string& key, const std::string& value) {
-    kafka::outbox_producer p(brokers(), cfg.kafka.topic, 10000, "test");
-    REQUIRE(p.publish_raw(key, value, {}).persisted);
-  }
-
-  int count(const std::string& sql) { return db.scalar<int>(sql); }
-
-  void settle() {
-    // Nothing unsent first, then the log ends: read the other way round,
-    // a row published between the two readings is on neither.
-    REQUIRE(test::wait_until([&] {
-      if (db.scalar<int>("SELECT count(*) FROM outbox WHERE sent_at IS "
-                         "NULL") != 0)
-        return false;
-      auto ends = kafka::log_end_offsets(brokers(), cfg.kafka.topic, 1);
-      for (auto c : {"billing", "fulfillment"})
-        if (kafka::committed_offsets(brokers(), std::string("eventforge.") + c,
-                                     cfg.kafka.topic, 1) != ends)
-          return false;
-      return true;
-    }));
-  }
-
-  /// An admin request with the right token; returns (status, body).
-  std::pair<int, std::string> admin(const std::string& method,
-                                    const std::string& path,
-                                    const std::string& token = "s3cret") {
-    httplib::Client cli(t->url());
-    httplib::Headers h;
-    if (!token.empty())
-      h.emplace("Authorization", "Bearer " + token);
-    auto res = method == "GET" ? cli.Get(path.c_str(), h)
-                               : cli.Post(path.c_str(), h, "", "text/plain");
-    REQUIRE(res);
-    return {res->status, res->body};
-  }
-
-  /// Stops the tree and starts a new one on the same database and broker.
-  void restart() {
-    t.reset();
-    t = std::make_unique<test::tree>(
-      cfg, endpoints{db.dsn(), broker->bootstrap_servers()});
-  }
-
-  /// Produces every record of `topic` to it once more, headers and all: a
-  /// reader that starts over at the log start, or a repair, meets them.
-  void produce_again(const std::string& topic) {
-    kafka::outbox_producer p(brokers(), topic, 10000, "test-again");
-    for (auto& r : kafka::read_all(brokers(), topic, cfg.kafka.partitions))
-      REQUIRE(p.publish_raw(r.key, r.value, r.headers).persisted);
-  }
-
-  void add_failing_trigger(const std::string& customer,
-                           const std::string& sqlstate, int failures) {
-    db.exec("CREATE SEQUENCE IF NOT EXISTS fail_" + customer +
-            "; CREATE OR REPLACE FUNCTION fail_" + customer +
-            "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF (SELECT "
-            "customer_id FROM orders WHERE id = NEW.order_id) = '" +
-            customer + "' AND nextval('fail_" + customer +
-            "') <= " + std::to_string(failures) +
-            " THEN RAISE EXCEPTION 'injected failure for " + customer +
-            "' USING ERRCODE = '" + sqlstate +
-            "'; END IF; RETURN NEW; END $$; CREATE TRIGGER fail_" + customer +
-            " BEFORE INSERT ON business_effects FOR EACH ROW EXECUTE "
-            "FUNCTION fail_" +
-            customer + "()");
-  }
-
-  test::database db;
-  config::settings cfg = test::test_settings();
-  std::unique_ptr<kafka::embedded_broker> broker;
-  std::unique_ptr<test::tree> t;
-};
-
-std::string header(const kafka::stored_record& r, const std::string& name) {
-  for (auto& [k, v] : r.headers)
-    if (k == name)
-      return v;
-  return {};
-}
+/// An entry without an event ID is named by its record's bytes: "bytes:"
+/// and 128 bits of a SHA-256 over the key's length, the key and the value.
+const std::string named_by_bytes =
+  "event_id = 'bytes:' || left(encode(sha256(int4send(length(key)) || key "
+  "|| value), 'hex'), 32)";
 
 } // namespace
+using namespace std::chrono_literals;
 
 TEST_CASE("malformed_record_is_parked_at_once_with_all_headers_and_the_"
           "partition_goes_on_in_order") {
@@ -168,9 +41,9 @@ TEST_CASE("malformed_record_is_parked_at_once_with_all_headers_and_the_"
   auto good = f.place("after-poison");
   f.settle();
   // Parked by both consumers, permanent: one attempt, no retries.
-  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE event_id = "
-                "'offset:0:0' AND error_class = 'undecodable' AND attempts = "
-                "1 AND status = 'parked'") == 2);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE " + named_by_bytes +
+                " AND error_class = 'undecodable' AND attempts = 1 AND "
+                "status = 'parked'") == 2);
   // The record behind it was applied, once per consumer.
   CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
                 good + "'") == 2);
@@ -693,8 +566,8 @@ TEST_CASE("a_foreign_record_that_is_not_text_is_parked_byte_for_byte_the_"
   f.settle();
   // Parked at once by both consumers, the key and value kept byte for byte,
   // the key's printable form for matching and display.
-  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE event_id = "
-                "'offset:0:0' AND error_class = 'undecodable' AND status = "
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE " + named_by_bytes +
+                " AND error_class = 'undecodable' AND status = "
                 "'parked' AND key = decode('ff00fe', 'hex') AND order_key = "
                 "'\\xff\\x00\\xfe' AND value = decode('" +
                 std::string("c328206e6f74206a736f6e20a0a1") + "', 'hex')") ==
@@ -824,15 +697,15 @@ TEST_CASE("an_undecodable_record_with_an_event_id_header_gets_one_entry_per_"
   f.place("after-undecodable");
   f.settle();
   // The DLQ handler read both copies and filed them under the consumers'
-  // own entries (keyed by the record's position), not under the header.
+  // own entries (named by the record's bytes), not under the header.
   auto dlq = config::dlq_topic_of(f.cfg);
   REQUIRE(test::wait_until([&] {
     return kafka::committed_offsets(f.brokers(), "eventforge.dlq", dlq, 1) ==
            kafka::log_end_offsets(f.brokers(), dlq, 1);
   }));
   CHECK(f.count("SELECT count(*) FROM dlq_events") == 2);
-  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE event_id = "
-                "'offset:0:0'") == 2);
+  CHECK(f.count("SELECT count(*) FROM dlq_events WHERE " + named_by_bytes) ==
+        2);
   // Discarding one leaves nothing of that consumer's parked behind it.
   auto id =
     f.db.scalar<long>("SELECT id FROM dlq_events WHERE consumer = 'billing'");

@@ -121,6 +121,12 @@ struct settings {
     int interval_ms = 60000;
   } retention;
 
+  struct dlq_section {
+    /// A replay no broker acknowledged for this long is parked again, with
+    /// its last error (a topic gone, an ACL that refuses).
+    int replay_give_up_ms = 10 * 60 * 1000;
+  } dlq;
+
   struct supervisor_section {
     int max_restarts = 100;
     int restart_window_s = 10;

@@ -30,7 +30,16 @@ enum class dlq_verb : std::uint8_t {
   show,    ///< one entry by `id`
   replay,  ///< publish entry `id` again, keeping its event ID
   discard, ///< give up on parked entry `id`
+  /// replay a fingerprint group (`filter`: its short id or fingerprint),
+  /// each order's entries in order (docs/dlq.md)
+  replay_group,
 };
+
+/// Whether `v` only reads: reads are answered by an actor of their own, so
+/// they never wait behind a replay's publish.
+inline bool is_read(dlq_verb v) {
+  return v == dlq_verb::list || v == dlq_verb::groups || v == dlq_verb::show;
+}
 
 inline const char* to_string(dlq_verb v) {
   switch (v) {
@@ -44,6 +53,8 @@ inline const char* to_string(dlq_verb v) {
     return "replay";
   case dlq_verb::discard:
     return "discard";
+  case dlq_verb::replay_group:
+    return "replay_group";
   }
   return "unknown";
 }
