@@ -15,6 +15,23 @@ namespace ef {
 
 namespace {
 
+/// A failure time header as the consumers write it (RFC 3339 UTC, e.g.
+/// 2026-12-07T21:04:17.109Z), else "" (the store then takes the time of
+/// storing): a foreign record's header must not stop the DLQ's reader.
+std::string timestamp_or_now(const std::string& h) {
+  auto digits = [&](size_t from, size_t n) {
+    for (size_t i = from; i < from + n; ++i)
+      if (i >= h.size() || h[i] < '0' || h[i] > '9')
+        return false;
+    return true;
+  };
+  bool ok = h.size() >= 20 && h.size() <= 32 && digits(0, 4) && h[4] == '-' &&
+            digits(5, 2) && h[7] == '-' && digits(8, 2) && h[10] == 'T' &&
+            digits(11, 2) && h[13] == ':' && digits(14, 2) && h[16] == ':' &&
+            digits(17, 2) && h.back() == 'Z';
+  return ok ? h : "";
+}
+
 /// The DLQ entry a record of the DLQ topic describes. Anyone may write to
 /// that topic, so nothing is trusted: a header that is not a number counts
 /// as 0, an event ID that is not a UUID names the source position instead,
@@ -48,8 +65,10 @@ persistence::dlq_entry entry_of(const partition_record& r,
   e.source_partition =
     static_cast<int>(num(record_header::dlq_source_partition));
   e.source_offset = num(record_header::dlq_source_offset);
-  e.first_failure_at = r.header(record_header::dlq_first_failure);
-  e.last_failure_at = r.header(record_header::dlq_last_failure);
+  e.first_failure_at =
+    timestamp_or_now(r.header(record_header::dlq_first_failure));
+  e.last_failure_at =
+    timestamp_or_now(r.header(record_header::dlq_last_failure));
   return e;
 }
 
@@ -88,7 +107,17 @@ void dlq_handler_state::poll_once() {
     ef::log::error("dlq: record {}/{} has no dlq.consumer header; skipped",
                    rec->partition, rec->offset);
   } else {
-    ops->store().park(e, persistence::park_as::copy);
+    try {
+      ops->store().park(e, persistence::park_as::copy);
+    } catch (const persistence::db_error& err) {
+      // An outage: the record is read again after the restart. A record
+      // the database refuses for good (a foreign one) must not stop the
+      // reader: its consumer stored its own entry before it moved on.
+      if (err.code() != persistence::db_errc::permanent)
+        throw;
+      ef::log::error("dlq: record {}/{} cannot be stored ({}); skipped",
+                     rec->partition, rec->offset, err.what());
+    }
   }
   // The row is stored (or the record was not ours): the offset may move.
   if (auto err = consumer->commit({{rec->partition, rec->offset + 1}}))

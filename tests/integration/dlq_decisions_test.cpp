@@ -6,11 +6,15 @@
 // entry stays decided.
 
 #include "kafka/offsets.hpp"
+#include "kafka/outbox_producer.hpp"
 #include "messages/ids.hpp"
 #include "tests/integration/dlq_fixture.hpp"
 #include "tests/support/harness.hpp"
 
 #include <catch2/catch.hpp>
+#include <httplib.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
 #include <nlohmann/json.hpp>
 
 using namespace ef;
@@ -246,4 +250,101 @@ TEST_CASE("a_discarded_undecodable_record_published_again_stays_discarded_and_"
   CHECK(f.count("SELECT count(*) FROM business_effects WHERE order_id = '" +
                 order + "'") == 4);
   CHECK(f.count("SELECT count(*) FROM dlq_events") == 2);
+}
+
+TEST_CASE("a_replay_no_broker_ever_acknowledges_is_parked_again_after_its_"
+          "give_up_and_can_be_discarded") {
+  dlq_fixture f(1, {}, 1, 3000);
+  f.cfg.dlq.replay_give_up_ms = 1000;
+  f.restart();
+  f.add_failing_trigger("stuck", "23514", 1000000);
+  auto order = f.place("stuck");
+  f.settle();
+  auto id = std::to_string(f.db.scalar<long>(
+    "SELECT id FROM dlq_events WHERE consumer = 'billing' AND order_key = '" +
+    order + "'"));
+  // From now on every produce request is refused, as for a topic an ACL
+  // closed: no replay of it can ever be acknowledged.
+  std::vector<rd_kafka_resp_err_t> refusals(
+    1000, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+  rd_kafka_mock_push_request_errors_array(f.broker->mock_cluster(),
+                                          0 /* Produce */, refusals.size(),
+                                          refusals.data());
+  auto [s, b] = f.admin("POST", "/admin/dlq/" + id + "/replay");
+  INFO(b);
+  REQUIRE(s == 200);
+  CHECK(test::json_field(b, "status") == "replaying");
+  CHECK_THAT(
+    f.db.scalar<std::string>(
+      "SELECT coalesce(replay_error, '') FROM dlq_events WHERE id = " + id),
+    Catch::Contains("authoriz"));
+  // The gauge names the stuck replay while it is stuck.
+  httplib::Client cli(f.t->url());
+  REQUIRE(test::wait_until([&] {
+    auto m = cli.Get("/metrics");
+    return m &&
+           m->body.find("\ndlq_oldest_unacknowledged_replay_age_"
+                        "seconds 0\n") == std::string::npos &&
+           m->body.find("\ndlq_oldest_unacknowledged_replay_age_seconds ") !=
+             std::string::npos;
+  }));
+  // After dlq.replay-give-up-ms the DLQ handler's sweep parks it again,
+  // with its last error, records why, and counts it.
+  REQUIRE(test::wait_until(
+    [&] {
+      return f.db.scalar<std::string>(
+               "SELECT status FROM dlq_events WHERE id = " + id) == "parked";
+    },
+    30s));
+  CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = 'give_up' "
+                "AND dlq_id = " +
+                id + " AND outcome LIKE '%authoriz%'") == 1);
+  CHECK(test::counters(
+          f.t->system(),
+          f.t->root())[R"(dlq_replays_given_up_total{consumer="billing"})"] ==
+        1);
+  // Replayed once more and still refused by the broker, it can be
+  // discarded at once: the decision holds, nothing is ever applied.
+  auto [again, ab] = f.admin("POST", "/admin/dlq/" + id + "/replay");
+  INFO(ab);
+  CHECK(again == 200);
+  auto [ds, db] = f.admin("POST", "/admin/dlq/" + id + "/discard");
+  INFO(db);
+  CHECK(ds == 200);
+  CHECK(f.db.scalar<std::string>("SELECT status FROM dlq_events WHERE id = " +
+                                 id) == "discarded");
+  rd_kafka_mock_clear_request_errors(f.broker->mock_cluster(), 0);
+  f.db.exec("DROP TRIGGER fail_stuck ON business_effects");
+  f.settle();
+  CHECK(f.count("SELECT count(*) FROM business_effects WHERE consumer = "
+                "'billing' AND order_id = '" +
+                order + "'") == 0);
+  CHECK(f.db.scalar<std::string>(
+          "SELECT outcome FROM processed_events p JOIN dlq_events d ON "
+          "p.event_id::text = d.event_id AND p.consumer = d.consumer WHERE "
+          "d.id = " +
+          id) == "discarded");
+}
+
+TEST_CASE("a_dlq_record_naming_another_source_topic_is_replayed_to_the_topic_"
+          "its_dlq_belongs_to") {
+  dlq_fixture f(1);
+  auto order = f.place("foreign-topic");
+  f.settle();
+  // A record written straight to the DLQ topic, its header naming a topic
+  // that does not exist.
+  kafka::outbox_producer p(f.brokers(), config::dlq_topic_of(f.cfg), 10000,
+                           "foreign");
+  REQUIRE(p.publish_raw(order, "{not json",
+                        {{"dlq.consumer", "billing"},
+                         {"dlq.source.topic", "nowhere"},
+                         {"dlq.error.class", "undecodable"},
+                         {"dlq.error.message", "made up"}})
+            .persisted);
+  REQUIRE(test::wait_until([&] {
+    return f.count("SELECT count(*) FROM dlq_events WHERE consumer = "
+                   "'billing'") == 1;
+  }));
+  CHECK(f.db.scalar<std::string>("SELECT source_topic FROM dlq_events") ==
+        f.cfg.kafka.topic);
 }
