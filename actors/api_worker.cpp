@@ -237,6 +237,8 @@ api_worker_with(api_worker_actor::stateful_pointer<api_worker_state> self,
     [=](cancel_order& cmd) -> caf::result<cancel_accepted> {
       if (!is_uuid(cmd.order_id))
         return make_api_error(api_errc::not_found, "no such order", "order_id");
+      if (auto bad = validate_traceparent(cmd.traceparent))
+        return make_api_error(api_errc::invalid, bad->message, bad->field);
       self->state.enqueue({std::move(cmd), {}, {}, waiting_reply(self)});
       return caf::delegated<cancel_accepted>();
     },

@@ -231,10 +231,14 @@ context_ptr make_context(const config::settings& cfg, const endpoints& ep,
 
 } // namespace
 
-eventforge_actor start(caf::actor_system& sys, const config::settings& cfg,
+eventforge_actor start(caf::actor_system& sys, const config::settings& given,
                        const endpoints& ep, std::shared_ptr<telemetry> metrics,
                        std::shared_ptr<chaos> faults,
                        std::shared_ptr<const consumer_registry> registry) {
+  // A host's settings built in code: the files they name are read here, as
+  // the command line reads them (a properties file with TLS or SASL is
+  // never silently left out).
+  auto cfg = config::with_referenced_files(given);
   check_and_apply(cfg);
   if (!registry)
     registry = std::make_shared<const consumer_registry>(

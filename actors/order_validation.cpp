@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 namespace ef {
@@ -94,7 +96,31 @@ std::optional<invalid_field> validate(const create_order& cmd) {
   if (!cmd.idempotency_key.empty())
     if (auto bad = validate_idempotency_key(cmd.idempotency_key))
       return bad;
+  // What the HTTP front sets itself, a typed host may set to anything: both
+  // end in PostgreSQL text and JSON, which hold neither NUL nor bytes that
+  // are not UTF-8.
+  if (auto bad = validate_traceparent(cmd.traceparent))
+    return bad;
+  if (cmd.request_fingerprint.size() > order_limits::max_key ||
+      !std::all_of(cmd.request_fingerprint.begin(),
+                   cmd.request_fingerprint.end(),
+                   [](unsigned char c) { return c >= 0x21 && c <= 0x7E; }))
+    return invalid_field{"request_fingerprint",
+                         "must be at most 200 visible ASCII characters"};
   return std::nullopt;
+}
+
+std::optional<invalid_field> validate_traceparent(std::string_view tp) {
+  auto hex = [&](size_t from, size_t n) {
+    return std::all_of(tp.begin() + from, tp.begin() + from + n,
+                       [](unsigned char c) { return std::isxdigit(c) != 0; });
+  };
+  if (tp.empty() ||
+      (tp.size() == 55 && tp[2] == '-' && tp[35] == '-' && tp[52] == '-' &&
+       hex(0, 2) && hex(3, 32) && hex(36, 16) && hex(53, 2)))
+    return std::nullopt;
+  return invalid_field{"traceparent", "must be empty or a W3C traceparent "
+                                      "(00-<32 hex>-<16 hex>-<2 hex>)"};
 }
 
 std::optional<invalid_field> validate_idempotency_key(std::string_view key) {

@@ -47,4 +47,8 @@ std::string request_fingerprint(const create_order& cmd);
 /// Checks an Idempotency-Key: 1 to 200 visible ASCII characters.
 std::optional<invalid_field> validate_idempotency_key(std::string_view key);
 
+/// Checks a W3C traceparent ("00-<32 hex>-<16 hex>-<2 hex>"), or none: a
+/// typed host's command carries what the HTTP front would have checked.
+std::optional<invalid_field> validate_traceparent(std::string_view tp);
+
 } // namespace ef

@@ -73,6 +73,16 @@ public:
   }
 
 private:
+  /// The entry a failed delivery parks.
+  persistence::dlq_entry entry_of(const partition_record& rec,
+                                  const order_event* ev, const failure& why,
+                                  int attempts,
+                                  const std::string& first_failure_at);
+
+  /// Produces `rec`, with every header of entry `e`, to the DLQ topic.
+  kafka::delivery copy_to_dlq(const partition_record& rec,
+                              const persistence::dlq_entry& e);
+
   /// A delivery of an entry that is decided: counted as a suppressed
   /// duplicate, parked nowhere.
   void decided_already(const partition_record& rec, const std::string& entry,
@@ -87,29 +97,16 @@ private:
   std::optional<std::set<std::string>> parked_orders_;
 };
 
-parking::parked dlq_parking_impl::park(const partition_record& rec,
-                                       const order_event* ev,
-                                       const failure& why, int attempts,
-                                       const std::string& first_failure_at,
-                                       std::int64_t replay_of) {
-  auto& store = ops_.store();
+persistence::dlq_entry
+dlq_parking_impl::entry_of(const partition_record& rec, const order_event* ev,
+                           const failure& why, int attempts,
+                           const std::string& first_failure_at) {
   persistence::dlq_entry e;
-  e.id = replay_of;
   e.consumer = consumer_;
   // A record that cannot be decoded is named by its bytes: the same record
   // delivered again, at any offset, meets the same entry and its decision.
-  e.event_id = ev ? ev->event_id : store.undecodable_key(rec.key, rec.value);
-  // A decision stands whatever arrives again (a repair, a group reset, a
-  // redelivery behind a parked head): a delivery of a decided entry, or of
-  // one whose replay is on its way, is a duplicate. A failed replay of the
-  // entry itself parks it again.
-  if (replay_of == 0) {
-    auto status = store.status_of(consumer_, e.event_id);
-    if (status && *status != dlq_status::parked) {
-      decided_already(rec, e.event_id, *status);
-      return parked::decided;
-    }
-  }
+  e.event_id =
+    ev ? ev->event_id : ops_.store().undecodable_key(rec.key, rec.value);
   e.order_key = rec.key;
   e.key = rec.key;
   e.value = rec.value;
@@ -125,11 +122,16 @@ parking::parked dlq_parking_impl::park(const partition_record& rec,
   e.source_offset = rec.offset;
   e.first_failure_at = first_failure_at;
   e.last_failure_at = now_rfc3339();
+  return e;
+}
+
+kafka::delivery dlq_parking_impl::copy_to_dlq(const partition_record& rec,
+                                              const persistence::dlq_entry& e) {
   if (!producer_)
     producer_ = std::make_unique<kafka::outbox_producer>(
       ctx_->cluster, config::dlq_topic_of(ctx_->cfg),
       ctx_->cfg.kafka.delivery_timeout_ms, "eventforge-dlq-" + consumer_);
-  auto d = producer_->publish_raw(
+  return producer_->publish_raw(
     rec.key, rec.value,
     // The entry's own name, so the DLQ topic's reader files this copy under
     // the same entry, also when the record carried an event_id header of
@@ -139,12 +141,34 @@ parking::parked dlq_parking_impl::park(const partition_record& rec,
      {record_header::dlq_source_partition, std::to_string(rec.partition)},
      {record_header::dlq_source_offset, std::to_string(rec.offset)},
      {record_header::dlq_consumer, consumer_},
-     {record_header::dlq_error_class, why.kind},
-     {record_header::dlq_error_message, why.message},
-     {record_header::dlq_attempts, std::to_string(attempts)},
+     {record_header::dlq_error_class, e.error_class},
+     {record_header::dlq_error_message, e.error_message},
+     {record_header::dlq_attempts, std::to_string(e.attempts)},
      {record_header::dlq_first_failure, e.first_failure_at},
      {record_header::dlq_last_failure, e.last_failure_at},
      {record_header::traceparent, e.traceparent}});
+}
+
+parking::parked dlq_parking_impl::park(const partition_record& rec,
+                                       const order_event* ev,
+                                       const failure& why, int attempts,
+                                       const std::string& first_failure_at,
+                                       std::int64_t replay_of) {
+  auto& store = ops_.store();
+  auto e = entry_of(rec, ev, why, attempts, first_failure_at);
+  e.id = replay_of;
+  // A decision stands whatever arrives again (a repair, a group reset, a
+  // redelivery behind a parked head): a delivery of a decided entry, or of
+  // one whose replay is on its way, is a duplicate. A failed replay of the
+  // entry itself parks it again.
+  if (replay_of == 0) {
+    auto status = store.status_of(consumer_, e.event_id);
+    if (status && *status != dlq_status::parked) {
+      decided_already(rec, e.event_id, *status);
+      return parked::decided;
+    }
+  }
+  auto d = copy_to_dlq(rec, e);
   if (!d.persisted) {
     ef::log::warn("{} p{} offset {}: DLQ produce not acknowledged ({}); the "
                   "offset stays",

@@ -1,5 +1,7 @@
 #include "app/cli.hpp"
 
+#include "kafka/connection.hpp"
+
 #include <fstream>
 #include <sstream>
 
@@ -116,6 +118,13 @@ bool config_options::resolve(configuration& out, std::string& error) const {
   auto built = config::read_settings(out.caf, config_file_);
   if (!built.ok()) {
     error = built.error;
+    return false;
+  }
+  // Every command that talks to Kafka gets the same properties as `serve`:
+  // checked here, before any of them connects (a CA file that cannot be
+  // read, a key that is not a librdkafka property), as a config error.
+  if (auto err = kafka::check_properties(built.value.kafka.properties)) {
+    error = *err;
     return false;
   }
   out.settings = built.value;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace ef::config {
@@ -713,6 +714,25 @@ std::optional<std::string> resolve_kafka_properties(settings& s) {
 
 } // namespace
 
+std::optional<std::string> read_referenced_files(settings& s) {
+  if (auto token = resolve_admin_token(s))
+    return token;
+  if (auto props = resolve_kafka_properties(s))
+    return props;
+  // Read: their contents are in the settings now, so reading again (a host
+  // that hands read settings to ef::start) changes nothing.
+  s.http.admin_token_file.clear();
+  s.kafka.properties_file.clear();
+  return std::nullopt;
+}
+
+settings with_referenced_files(const settings& s) {
+  auto out = s;
+  if (auto err = read_referenced_files(out))
+    throw std::invalid_argument(*err);
+  return out;
+}
+
 build_result build_settings(const raw_values& values) {
   build_result r;
   for (auto& [key, value] : values)
@@ -722,10 +742,8 @@ build_result build_settings(const raw_values& values) {
     }
   if (auto err = validate(r.value))
     r.error = *err;
-  else if (auto token = resolve_admin_token(r.value))
-    r.error = *token;
-  else if (auto props = resolve_kafka_properties(r.value))
-    r.error = *props;
+  else if (auto files = read_referenced_files(r.value))
+    r.error = *files;
   return r;
 }
 

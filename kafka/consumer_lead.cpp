@@ -58,107 +58,118 @@ consumer_lead::consumer_lead(connection cluster, std::string topic,
   // nop
 }
 
+/// The state the callers and the asking thread share, under `mtx`.
+struct consumer_lead::shared {
+  question_factory make;
+  clock_fn now;
+  std::chrono::milliseconds max_age;
+  std::chrono::milliseconds stale_after;
+
+  std::mutex mtx;
+  std::condition_variable wake;     ///< the asking thread: a question is due
+  std::condition_variable answered; ///< callers: a question ended
+  bool stop = false;
+  std::uint64_t wanted = 0; ///< questions asked for
+  std::uint64_t ended = 0;  ///< questions ended (answered or failed)
+  bool asking = false;
+  std::vector<entry> last;
+  clock::time_point asked{};
+  bool has_answer = false;
+  std::exception_ptr error; ///< of question `ended`, if it failed
+
+  /// The last answer if it is younger than stale_after, else none.
+  std::vector<entry> last_if_fresh(clock::time_point t) const {
+    if (has_answer && t - asked < stale_after)
+      return last;
+    return {};
+  }
+
+  /// The asking thread: one question at a time, when one is due. Owns its
+  /// client between questions; drops one that failed.
+  static void run(std::shared_ptr<shared> s) {
+    std::unique_ptr<question> client;
+    std::unique_lock<std::mutex> lock{s->mtx};
+    for (;;) {
+      s->wake.wait(lock, [&] { return s->stop || s->wanted > s->ended; });
+      if (s->stop)
+        return;
+      s->asking = true;
+      auto target = s->wanted;
+      lock.unlock();
+      std::vector<entry> out;
+      std::exception_ptr error;
+      try {
+        if (!client)
+          client = s->make();
+        out = client->ask();
+      } catch (...) {
+        error = std::current_exception();
+        client.reset(); // a client that failed is not trusted again
+      }
+      auto at = s->now();
+      lock.lock();
+      s->asking = false;
+      s->ended = target;
+      s->error = error;
+      if (!error) {
+        s->last = std::move(out);
+        s->asked = at;
+        s->has_answer = true;
+      }
+      s->answered.notify_all();
+    }
+  }
+};
+
 consumer_lead::consumer_lead(question_factory make,
                              std::chrono::milliseconds max_age,
                              std::chrono::milliseconds stale_after,
                              clock_fn now)
-    : make_(std::move(make)), now_(std::move(now)), max_age_(max_age),
-      stale_after_(stale_after) {
-  // nop
+    : s_(std::make_shared<shared>()) {
+  s_->make = std::move(make);
+  s_->now = std::move(now);
+  s_->max_age = max_age;
+  s_->stale_after = stale_after;
+  asker_ = std::thread(&shared::run, s_);
 }
 
-consumer_lead::~consumer_lead() = default;
-
-std::vector<consumer_lead::entry>
-consumer_lead::last_if_fresh(clock::time_point now) const {
-  if (answered_ && now - asked_ < stale_after_)
-    return last_;
-  return {};
+consumer_lead::~consumer_lead() {
+  bool hung = false;
+  {
+    std::lock_guard<std::mutex> guard{s_->mtx};
+    s_->stop = true;
+    hung = s_->asking;
+  }
+  s_->wake.notify_all();
+  // A question in progress may never end (a hung client): the thread ends
+  // after it, on its own; it holds the shared state, not this object.
+  if (hung)
+    asker_.detach();
+  else
+    asker_.join();
 }
-
-namespace {
-
-/// One question in flight, shared by its asking thread and its caller: a
-/// hung question must not hold its caller (a relay) with it.
-struct asked {
-  std::mutex mtx;
-  std::condition_variable cv;
-  bool done = false;
-  std::vector<consumer_lead::entry> out;
-  std::unique_ptr<consumer_lead::question> q; ///< back, once answered
-  std::exception_ptr error;
-};
-
-} // namespace
 
 std::vector<consumer_lead::entry> consumer_lead::current() {
-  std::unique_ptr<question> q;
-  std::uint64_t generation = 0;
-  auto now = now_();
-  {
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (answered_ && now - asked_ < max_age_)
-      return last_;
-    if (asking_ && now - asking_since_ < stale_after_)
-      return last_if_fresh(now); // another caller is asking right now
-    // Nobody asks, or the one who does has hung past stale_after_: ask
-    // anew. A hung question keeps its own client; this one gets the kept
-    // client, or a new one.
-    q = std::move(idle_);
-    asking_ = true;
-    asking_since_ = now;
-    generation = ++generation_;
+  auto now = s_->now();
+  std::unique_lock<std::mutex> lock{s_->mtx};
+  if (s_->has_answer && now - s_->asked < s_->max_age)
+    return s_->last;
+  if (s_->asking)
+    return s_->last_if_fresh(now); // one question at a time
+  auto mine = ++s_->wanted;
+  s_->wake.notify_all();
+  // The caller waits at most stale_after for it: a relay blocked on a hung
+  // question never published (or failed to publish) again and held its
+  // tree at stop.
+  if (!s_->answered.wait_for(lock, s_->stale_after,
+                             [&] { return s_->ended >= mine; }))
+    return s_->last_if_fresh(now);
+  if (s_->ended == mine && s_->error) {
+    auto error = s_->error; // a copy: the next question may replace it
+    lock.unlock();
+    std::rethrow_exception(error);
   }
-  // The question runs on a thread of its own, and the caller waits at most
-  // stale_after_ for it: librdkafka 2.0.2 can block in a watermark query
-  // past its timeout once its broker went away, and a relay blocked there
-  // never published (or failed to publish) again and held its tree at stop.
-  // The thread owns what it uses, so it may outlive this object.
-  auto job = std::make_shared<asked>();
-  std::thread([job, q = std::move(q), make = make_]() mutable {
-    std::vector<entry> out;
-    std::exception_ptr error;
-    try {
-      if (!q)
-        q = make();
-      out = q->ask();
-    } catch (...) {
-      error = std::current_exception();
-      q.reset(); // a client that failed is not trusted again
-    }
-    {
-      std::lock_guard<std::mutex> guard{job->mtx};
-      job->out = std::move(out);
-      job->q = std::move(q);
-      job->error = error;
-      job->done = true;
-    }
-    job->cv.notify_all();
-  }).detach();
-  {
-    std::unique_lock<std::mutex> lock{job->mtx};
-    if (!job->cv.wait_for(lock, stale_after_, [&] { return job->done; })) {
-      std::lock_guard<std::mutex> guard{mtx_};
-      return last_if_fresh(now); // still asking: given up at its bound
-    }
-  }
-  if (job->error) {
-    // A client that failed is not trusted again (it may be attached to a
-    // broker that went away): the next question gets a fresh one.
-    std::lock_guard<std::mutex> guard{mtx_};
-    if (generation == generation_)
-      asking_ = false;
-    std::rethrow_exception(job->error);
-  }
-  std::lock_guard<std::mutex> guard{mtx_};
-  if (generation != generation_)
-    return job->out; // given up meanwhile: a newer question's answer counts
-  asking_ = false;
-  idle_ = std::move(job->q);
-  last_ = job->out;
-  asked_ = now;
-  answered_ = true;
-  return last_;
+  return s_->last_if_fresh(now);
 }
 
 } // namespace ef::kafka

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace ef::kafka {
@@ -17,18 +18,18 @@ namespace ef::kafka {
 /// group has none). Every relay shard of a process asks it while it
 /// publishes (relay.max-lead-bytes); one question answers them all, and the
 /// broker is asked at most once per `max_age` (each question is a request
-/// per partition and group), by one caller at a time: the others take the
-/// last answer meanwhile. Thread-safe; throws std::runtime_error when the
-/// broker does not answer (the failed client is dropped).
+/// per partition and group). Thread-safe; current() throws
+/// std::runtime_error when the broker did not answer its question (the
+/// failed client is dropped).
 ///
-/// Ages are bounded both ways. A question that has run for `stale_after`
-/// (librdkafka 2.0.2 can hang past its timeout once its broker went away)
-/// is given up: the next caller asks anew with a client of its own, and the
-/// hung one's late answer is dropped. An answer older than `stale_after`
-/// says nothing about now: no lead is known (nothing to wait for) until a
-/// fresh one comes, so one hung question never holds every relay back. The
-/// question runs on a thread of its own, and the caller that started it
-/// waits at most `stale_after` too.
+/// One thread of its own asks, one question at a time, whatever the
+/// outage's length: librdkafka 2.0.2 can hang in a watermark query past its
+/// timeout once its broker went away, and a hung question then holds that
+/// thread and its one client, nothing more. Callers only read: the one whose
+/// call finds the answer due wakes the asking thread and waits at most
+/// `stale_after` for it; while a question runs, every caller takes the last
+/// answer if it is younger than `stale_after`, else no lead is known
+/// (nothing to wait for), so a hung question never holds a relay back.
 class consumer_lead {
 public:
   struct entry {
@@ -58,33 +59,24 @@ public:
   /// With questions and a clock of the caller's making (tests).
   consumer_lead(question_factory make, std::chrono::milliseconds max_age,
                 std::chrono::milliseconds stale_after, clock_fn now);
+  /// Stops the asking thread; one hung in a question is left to end on its
+  /// own (it owns what it uses), so a stop never waits for the broker.
   ~consumer_lead();
+  consumer_lead(const consumer_lead&) = delete;
+  consumer_lead& operator=(const consumer_lead&) = delete;
 
   /// The lead of every consumer on every partition, at most `max_age` old;
-  /// while another caller asks, its last answer if it is younger than
+  /// while a question runs, the last answer if it is younger than
   /// `stale_after` (empty otherwise, and before the first).
   std::vector<entry> current();
 
   static constexpr std::chrono::milliseconds default_stale_after{10000};
 
 private:
-  /// The last answer if it is younger than stale_after_, else none.
-  std::vector<entry> last_if_fresh(clock::time_point now) const;
-
-  question_factory make_;
-  clock_fn now_;
-  std::chrono::milliseconds max_age_;
-  std::chrono::milliseconds stale_after_;
-  std::mutex mtx_; ///< guards everything below; never held while asking
-  /// The client kept between questions; null while one asks with it, or
-  /// after a question failed or was given up.
-  std::unique_ptr<question> idle_;
-  bool asking_ = false;
-  clock::time_point asking_since_{};
-  std::uint64_t generation_ = 0; ///< of the question whose answer counts
-  std::vector<entry> last_;
-  clock::time_point asked_{};
-  bool answered_ = false;
+  struct shared;
+  /// What the asking thread needs: it may outlive this object while hung.
+  std::shared_ptr<shared> s_;
+  std::thread asker_;
 };
 
 } // namespace ef::kafka

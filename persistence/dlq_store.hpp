@@ -19,7 +19,7 @@ class session;
 struct dlq_entry {
   std::int64_t id = 0;
   std::string consumer;
-  std::string event_id;  ///< event UUID, or "offset:<p>:<o>" if undecodable
+  std::string event_id;  ///< event UUID, or "bytes:<digest>" if undecodable
   std::string order_key; ///< the key as text (ef::printable of `key`)
   std::string key;       ///< the record's key, byte for byte
   std::string value;

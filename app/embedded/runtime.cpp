@@ -17,8 +17,10 @@ broker_topics(const config::settings& cfg) {
           {config::dlq_topic_of(cfg), cfg.kafka.partitions}};
 }
 
-runtime::runtime(const config::settings& cfg)
-    : hosted_(std::make_unique<hosted>()), cfg_(cfg) {
+runtime::runtime(const config::settings& given)
+    : hosted_(std::make_unique<hosted>()),
+      cfg_(config::with_referenced_files(given)) {
+  const auto& cfg = cfg_;
   auto& pg = hosted_->pg;
   auto& broker = hosted_->broker;
   // Checked before a private cluster or broker starts for them (a host's

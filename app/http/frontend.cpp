@@ -68,11 +68,13 @@ void http_frontend::impl::blocking_call(responder done,
 
 namespace {
 
-/// `cfg`, if it passes the CLI's checks (a host builds it in code).
-const config::settings& checked(const config::settings& cfg) {
-  if (auto err = config::check_settings(cfg))
+/// `cfg` with the files it names read, if it passes the CLI's checks (a
+/// host builds it in code; its admin token may be in a file).
+config::settings checked(const config::settings& cfg) {
+  auto read = config::with_referenced_files(cfg);
+  if (auto err = config::check_settings(read))
     throw std::invalid_argument(*err);
-  return cfg;
+  return read;
 }
 
 } // namespace

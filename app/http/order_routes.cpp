@@ -2,6 +2,7 @@
 // GET /orders/{id}. Each is one request to the root actor; its reply, or
 // its error, completes the HTTP request (no HTTP thread waits).
 
+#include "actors/order_validation.hpp"
 #include "app/http/frontend_impl.hpp"
 #include "app/http/order_request.hpp"
 #include "messages/ids.hpp"
@@ -19,20 +20,11 @@ using json = nlohmann::json;
 using http::request;
 using http::response;
 
-bool is_hex(const std::string& s, size_t from, size_t n) {
-  for (size_t i = from; i < from + n; ++i)
-    if (!std::isxdigit(static_cast<unsigned char>(s[i])))
-      return false;
-  return true;
-}
-
 /// Continues the caller's W3C trace context, or starts a new trace.
 std::string traceparent_of(const request& req) {
   auto* h = req.header("traceparent");
   auto tp = h ? *h : std::string{};
-  if (tp.size() == 55 && tp[2] == '-' && tp[35] == '-' && tp[52] == '-' &&
-      is_hex(tp, 0, 2) && is_hex(tp, 3, 32) && is_hex(tp, 36, 16) &&
-      is_hex(tp, 53, 2))
+  if (!tp.empty() && !validate_traceparent(tp))
     return tp;
   thread_local std::mt19937_64 rng{std::random_device{}()};
   char buf[56];

@@ -290,10 +290,17 @@ TEST_CASE("a_replay_no_broker_ever_acknowledges_is_parked_again_after_its_"
   }));
   // After dlq.replay-give-up-ms the DLQ handler's sweep parks it again,
   // with its last error, records why, and counts it.
+  auto given_up = [&] {
+    return test::counters(
+      f.t->system(),
+      f.t->root())[R"(dlq_replays_given_up_total{consumer="billing"})"];
+  };
+  // The counter moves after the give-up's commit: wait for both.
   REQUIRE(test::wait_until(
     [&] {
       return f.db.scalar<std::string>(
-               "SELECT status FROM dlq_events WHERE id = " + id) == "parked";
+               "SELECT status FROM dlq_events WHERE id = " + id) == "parked" &&
+             given_up() >= 1;
     },
     30s));
   CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = 'give_up' "

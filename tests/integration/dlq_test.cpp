@@ -842,16 +842,22 @@ TEST_CASE("a_discard_whose_release_fails_answers_that_it_was_discarded_and_"
   // discarded event only, and releases it; billing applies the late-event
   // rule (no debit happened, nothing is refunded).
   f.db.exec("DROP TRIGGER break_session ON dlq_events");
+  // Wait for both: the sweep records its release after the broker's ack,
+  // and billing may apply the cancel before that commit.
+  auto released = [&] {
+    return f.count("SELECT count(*) FROM dlq_actions WHERE action = "
+                   "'release' AND actor = 'dlq-sweeper'");
+  };
   REQUIRE(test::wait_until([&] {
     return f.count("SELECT count(*) FROM business_effects WHERE consumer = "
                    "'billing' AND order_id = '" +
-                   order + "'") == 1;
+                   order + "'") == 1 &&
+           released() >= 1;
   }));
   CHECK(f.db.scalar<std::string>("SELECT kind FROM business_effects WHERE "
                                  "consumer = 'billing' AND order_id = '" +
                                  order + "'") == "refund_skipped");
-  CHECK(f.count("SELECT count(*) FROM dlq_actions WHERE action = 'release' "
-                "AND actor = 'dlq-sweeper'") == 1);
+  CHECK(released() == 1);
 }
 
 TEST_CASE("a_full_disk_or_a_read_only_standby_is_an_outage_retried_past_the_"

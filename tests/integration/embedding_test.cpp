@@ -11,9 +11,11 @@
 #include <eventforge/messages/interfaces.hpp>
 
 #include <catch2/catch.hpp>
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/base_sink.h>
 
+#include <fstream>
 #include <mutex>
 #include <sstream>
 
@@ -245,6 +247,97 @@ TEST_CASE("a_reused_idempotency_key_with_another_body_through_the_typed_root_"
                                "idempotency_keys WHERE key = 'typed-key'") ==
         request_fingerprint(first));
   CHECK(db.scalar<int>("SELECT sum(qty)::int FROM order_items") == 2);
+}
+
+TEST_CASE("a_typed_hosts_traceparent_or_fingerprint_that_text_cannot_hold_is_"
+          "refused_naming_it_and_the_rest_of_its_batch_commits") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.api.workers = 1; // one worker: the requests share its batches
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  caf::scoped_actor self{t.system()};
+  auto good = [](const std::string& customer) {
+    return create_order{customer, {{"book", 1, 100}}, "", "", ""};
+  };
+  std::vector<std::pair<create_order, std::string>> bad;
+  auto with = [&](const std::string& field, const std::string& value) {
+    auto cmd = good("bad-" + std::to_string(bad.size()));
+    if (field == "traceparent") {
+      cmd.traceparent = value;
+    } else {
+      cmd.idempotency_key = "key-" + std::to_string(bad.size());
+      cmd.request_fingerprint = value;
+    }
+    bad.emplace_back(cmd, field);
+  };
+  with("traceparent", "00-\xff\xfe" + std::string(51, 'a'));
+  with("traceparent", std::string("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7"
+                                  "169203331-01\0",
+                                  56));
+  with("request_fingerprint", "\xc3\x28 not utf-8");
+  with("request_fingerprint", std::string("abc\0def", 7));
+  // Good and bad interleaved, all sent before any answer is read.
+  std::vector<decltype(self->request(t.root(), 10s, good("")))> answers;
+  std::vector<std::string> expect_field;
+  for (auto& [cmd, field] : bad) {
+    answers.push_back(self->request(t.root(), 10s, good("good")));
+    expect_field.push_back("");
+    answers.push_back(self->request(t.root(), 10s, cmd));
+    expect_field.push_back(field);
+  }
+  for (size_t i = 0; i < answers.size(); ++i) {
+    INFO("request " << i << ", expected field: " << expect_field[i]);
+    answers[i].receive(
+      [&](order_accepted&) { CHECK(expect_field[i].empty()); },
+      [&](caf::error& e) {
+        CHECK(e.category() == api_error_category());
+        CHECK(e.code() == static_cast<uint8_t>(api_errc::invalid));
+        CHECK(e.context().match_element<std::string>(0));
+        if (e.context().match_element<std::string>(0))
+          CHECK(e.context().get_as<std::string>(0) == expect_field[i]);
+      });
+  }
+  // Every good order committed, no bad one wrote anything, and no API
+  // worker crashed on the way.
+  CHECK(db.scalar<int>("SELECT count(*) FROM orders WHERE customer_id = "
+                       "'good'") == 4);
+  CHECK(db.scalar<int>("SELECT count(*) FROM orders") == 4);
+  CHECK(db.scalar<int>("SELECT count(*) FROM idempotency_keys") == 0);
+  for (auto& [series, n] : test::counters(t.system(), t.root()))
+    if (series.rfind("actor_restarts_total", 0) == 0)
+      CHECK(n == 0);
+}
+
+TEST_CASE("the_files_a_hosts_settings_name_are_read_by_start_and_the_http_"
+          "front_never_ignored") {
+  test::database db;
+  test::temp_dir dir;
+  auto cfg = test::test_settings();
+  kafka::embedded_broker broker(1, {{cfg.kafka.topic, cfg.kafka.partitions}});
+  endpoints ep{db.dsn(), broker.bootstrap_servers()};
+  // Properties a host names in a file, as a command line would: read, so a
+  // CA file that cannot be read stops the start, naming the property.
+  std::ofstream(dir.path + "/kafka.properties")
+    << "security.protocol=ssl\nssl.ca.location=" << dir.path
+    << "/missing-ca.pem\n";
+  cfg.kafka.properties_file = dir.path + "/kafka.properties";
+  CHECK_THROWS_WITH(test::tree(cfg, ep), Catch::Contains("ssl.ca.location"));
+  cfg.kafka.properties_file = dir.path + "/nowhere.properties";
+  CHECK_THROWS_WITH(test::tree(cfg, ep),
+                    Catch::Contains("cannot read kafka.properties-file"));
+  // An admin token a host keeps in a file guards the admin endpoints.
+  cfg.kafka.properties_file.clear();
+  std::ofstream(dir.path + "/admin.token") << "ops:from-a-file\n";
+  cfg.http.admin_token_file = dir.path + "/admin.token";
+  test::tree t(cfg, ep);
+  httplib::Client cli(t.url());
+  auto with = cli.Get("/admin/dlq", {{"Authorization", "Bearer from-a-file"}});
+  REQUIRE(with);
+  CHECK(with->status == 200);
+  auto without = cli.Get("/admin/dlq", {{"Authorization", "Bearer other"}});
+  REQUIRE(without);
+  CHECK(without->status == 403);
 }
 
 TEST_CASE("await_applied_returns_once_everything_is_applied_and_names_what_"

@@ -275,12 +275,20 @@ TEST_CASE("lone_orders_from_the_ready_line_on_reach_their_effects_in_well_"
       201);
   }
   pqxx::connection db(test::ready_field(ready, "database"));
-  auto applied = [&] {
+  // Wait for what is read below: every effect, and every row's mark. A
+  // consumer may apply an event before the relay's mark commits (the mark
+  // follows the broker's acknowledgement), so the first does not imply the
+  // second.
+  auto applied_and_marked = [&] {
     pqxx::nontransaction t(db);
-    return t.exec1("SELECT count(*) FROM processed_events")[0].as<int>() ==
-           2 * orders;
+    return t
+      .exec1("SELECT (SELECT count(*) FROM processed_events) = " +
+             std::to_string(2 * orders) +
+             " AND NOT EXISTS (SELECT 1 FROM outbox WHERE sent_at IS "
+             "NULL)")[0]
+      .as<bool>();
   };
-  REQUIRE(test::wait_until(applied, std::chrono::seconds(60)));
+  REQUIRE(test::wait_until(applied_and_marked, std::chrono::seconds(60)));
   // Insert clocks: the outbox row's insert, its mark, each effect's mark.
   pqxx::nontransaction t(db);
   auto spans = t.exec(R"sql(
@@ -385,7 +393,7 @@ TEST_CASE("every_kafka_client_of_serve_gets_the_configured_properties_and_"
   REQUIRE_FALSE(ready.empty());
   auto url = test::ready_field(ready, "http");
   // An order through both consumers, and a record no consumer can decode:
-  // parked by both (their DLQ producers), then replayed (the replay's).
+  // parked by both (their DLQ producers), then replayed (the DLQ desk's).
   REQUIRE(
     test::post_json(url, "/orders", test::order_body("props", 1, 100)).first ==
     201);
@@ -416,7 +424,7 @@ TEST_CASE("every_kafka_client_of_serve_gets_the_configured_properties_and_"
     "eventforge.fulfillment#consumer", "eventforge.billing#consumer",
     "eventforge.dlq#consumer",         "eventforge-probe#consumer",
     "eventforge-reader#consumer",      "eventforge-dlq-fulfillment#producer",
-    "eventforge-dlq-billing#producer", "eventforge-dlq-replay#producer"};
+    "eventforge-dlq-billing#producer", "eventforge-dlq-desk#producer"};
   auto missing = [&] {
     auto text = all();
     std::string out;

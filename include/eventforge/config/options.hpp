@@ -62,6 +62,20 @@ inline std::string dlq_topic_of(const settings& s) {
 /// retention of marks against rows, demo mode only on loopback.
 std::optional<std::string> validate(const settings& s);
 
+/// Reads what the settings name outside themselves: http.admin-token-file
+/// into http.admin_token; kafka.properties-file, then the environment's
+/// EVENTFORGE_KAFKA_PROPERTY_* (..._SASL_PASSWORD -> sasl.password), into
+/// kafka.properties. The file names are cleared once read, so reading again
+/// changes nothing. build_settings() does it for a file and a command line;
+/// ef::start, ef::runtime and the HTTP front do it for settings a host
+/// built in code, so a properties file a host names is never ignored. The
+/// first problem, naming the key and the file (never a secret), or nothing.
+std::optional<std::string> read_referenced_files(settings& s);
+
+/// `s` with read_referenced_files() applied; throws std::invalid_argument
+/// with its message.
+settings with_referenced_files(const settings& s);
+
 /// Checks settings a host built in code as build_settings() checks a file
 /// and a command line: every key's value, then validate(). The first
 /// problem, in the same words (naming the key), or nothing. ef::start,
