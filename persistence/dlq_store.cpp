@@ -187,10 +187,9 @@ parked_entry dlq_store::park(const dlq_entry& e, park_as how) {
         "UPDATE dlq_events SET status = 'parked', resolved_at = NULL, "
         "pruned_at = NULL, key = decode($2, 'hex'), value = decode($3, "
         "'hex'), traceparent = $4, error_class = $5, error_message = $6, "
-        "fingerprint = $7, attempts = $8, last_failure_at = "
-        "coalesce(nullif($9, "
-        "'')::timestamptz, clock_timestamp()), "
-        "parked_at = clock_timestamp() WHERE id = $1 AND consumer = $10 AND "
+        "fingerprint = $7, attempts = $8, last_failure_at = coalesce("
+        "nullif($9, '')::timestamptz, clock_timestamp()), parked_at = "
+        "clock_timestamp() WHERE id = $1 AND consumer = $10 AND "
         "status IN ('replaying', 'replayed') RETURNING id, status",
         e.id, key_hex, value_hex, printable(e.traceparent),
         printable(e.error_class), printable(e.error_message), fingerprint,
@@ -215,11 +214,11 @@ parked_entry dlq_store::park(const dlq_entry& e, park_as how) {
         "source_offset, first_failure_at, last_failure_at) SELECT $1, " +
           entry_name_sql("$2", "$4", "$6") +
           ", $3, decode($4, 'hex'), $5, decode($6, 'hex'), nullif($7, ''), "
-          "$8, $9, $10, $11, $12, $13, $14, coalesce(nullif($15, "
-          "'')::timestamptz, clock_timestamp()), coalesce(nullif($16, "
-          "'')::timestamptz, clock_timestamp()) WHERE NOT $17 OR NOT EXISTS "
-          "(SELECT 1 FROM "
-          "processed_events WHERE consumer = $1 AND event_id = $18::uuid) "
+          "$8, $9, $10, $11, $12, $13, $14, "
+          "coalesce(nullif($15, '')::timestamptz, clock_timestamp()), "
+          "coalesce(nullif($16, '')::timestamptz, clock_timestamp()) "
+          "WHERE NOT $17 OR NOT EXISTS (SELECT 1 FROM processed_events "
+          "WHERE consumer = $1 AND event_id = $18::uuid) "
           "ON CONFLICT (consumer, event_id) DO NOTHING RETURNING id, status",
         printable(e.consumer), printable(e.event_id), printable(e.order_key),
         key_hex, printable(e.traceparent), value_hex, printable(e.event_type),

@@ -62,7 +62,9 @@ TEST_CASE("a_replay_the_broker_does_not_acknowledge_answers_pending_in_time_"
   // A delivery timeout (8 s) past the request's 5 s.
   dlq_fixture f(1, {}, 1, 8000);
   std::string order;
-  auto [head, behind] = park_created_and_cancelled(f, "slow", order);
+  // Not structured bindings: C++17 lambdas cannot capture those (clang).
+  auto entries = park_created_and_cancelled(f, "slow", order);
+  auto head = entries.first, behind = entries.second;
   // No broker answers: a publish would wait for its whole delivery timeout.
   f.broker->set_down(true);
   std::atomic<bool> replay_answered{false};
@@ -116,7 +118,8 @@ TEST_CASE("a_discard_from_the_command_line_answers_from_the_database_and_"
           "its_release_is_published_by_the_running_system") {
   dlq_fixture f(1);
   std::string order;
-  auto [head, behind] = park_created_and_cancelled(f, "cli", order);
+  auto entries = park_created_and_cancelled(f, "cli", order);
+  auto head = entries.first, behind = entries.second;
   // No --kafka.brokers, and no USER: the effective user is still named.
   auto [rc, out] = test::run_command(
     "env -u USER " + test::eventforge_binary() + " dlq discard " +
