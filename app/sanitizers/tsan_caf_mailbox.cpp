@@ -16,6 +16,7 @@
 #include "app/sanitizers/tsan_interpose.hpp"
 
 #include <caf/all.hpp>
+#include <caf/detail/sync_request_bouncer.hpp>
 
 #include <sanitizer/tsan_interface.h>
 
@@ -29,6 +30,7 @@ void scheduled_actor::enqueue(mailbox_element_ptr ptr, execution_unit* eu) {
     "_ZN3caf15scheduled_actor7enqueueESt10unique_ptrINS_15mailbox_"
     "elementENS_6detail8disposerEEPNS_14execution_unitE");
   __tsan_release(this);
+  __tsan_release(ptr.get()); // the element, for cleanup's drain (below)
   (this->*library)(std::move(ptr), eu);
 }
 
@@ -109,6 +111,7 @@ void blocking_actor::enqueue(mailbox_element_ptr ptr, execution_unit* eu) {
     "_ZN3caf14blocking_actor7enqueueESt10unique_ptrINS_15mailbox_"
     "elementENS_6detail8disposerEEPNS_14execution_unitE");
   __tsan_release(this);
+  __tsan_release(ptr.get()); // the element, for cleanup's drain (below)
   (this->*library)(std::move(ptr), eu);
 }
 
@@ -133,5 +136,26 @@ mailbox_element_ptr blocking_actor::dequeue() {
   __tsan_acquire(this);
   return result;
 }
+
+// A terminating actor's cleanup acquires on it on entry, but closes and
+// drains its mailbox only later: an element pushed in between is destroyed
+// after this call (cleanup hands each one to the bouncer first) with no
+// acquire after its push. CAF orders that push before the destruction by
+// the mailbox's compare-exchanges (lifo_inbox::push_front, then close()'s
+// take_head, both seq_cst); a push after close() fails and the sender
+// destroys its element itself. So acquire on the element, which enqueue
+// released on before pushing it. Found in issue 41: a request the root
+// delegated to an API worker that was stopping (typed-root test); shown
+// with a stand-alone reproducer (a detached actor quitting while another
+// thread sends to it): a report in 5 of 5 runs without this, none with it.
+namespace detail {
+void sync_request_bouncer::operator()(const mailbox_element& e) const {
+  using fn = void (sync_request_bouncer::*)(const mailbox_element&) const;
+  static const auto library = library_member<fn>(
+    "_ZNK3caf6detail20sync_request_bouncerclERKNS_15mailbox_elementE");
+  __tsan_acquire(const_cast<mailbox_element*>(&e));
+  (this->*library)(e);
+}
+} // namespace detail
 
 } // namespace caf
