@@ -46,8 +46,18 @@ inline std::string reason_class(const caf::error& reason) {
 
 /// Makes an exception escaping a handler of `self` a logged actor failure
 /// instead of CAF's default print to stdout, which must carry only
-/// machine-readable lines. The supervisor sees the exit reason.
+/// machine-readable lines (`ready`, `stopping`); the supervisor sees the
+/// exit reason. So is a message `self` has no handler for (CAF prints
+/// "*** unexpected message" to stdout): a warning in the log, and the
+/// sender of a request gets CAF's unexpected_message error as before.
 inline void log_crashes(caf::scheduled_actor* self, std::string who) {
+  self->set_default_handler(
+    [who](caf::scheduled_actor*,
+          caf::message_view& x) -> caf::result<caf::message> {
+      ef::log::warn("{}: unexpected message dropped: {}", who,
+                    to_string(x.content()));
+      return caf::sec::unexpected_message;
+    });
   self->set_exception_handler(
     [who](caf::scheduled_actor*, std::exception_ptr& eptr) -> caf::error {
       try {

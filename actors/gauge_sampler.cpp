@@ -109,13 +109,35 @@ caf::behavior gauge_sampler_with(caf::stateful_actor<gauge_sampler_state>* self,
 
 std::chrono::milliseconds lag_sampler_state::round() {
   auto& m = *ctx->metrics;
+  auto now = clock->now();
+  if (!started)
+    started = now;
+  std::set<telemetry::labels> set_now;
   try {
-    export_lag(deps.read(), m);
+    auto lag = deps.read();
+    for (auto& [consumer, parts] : lag)
+      for (auto& p : parts)
+        set_now.insert(
+          {{"consumer", consumer}, {"partition", std::to_string(p.partition)}});
+    export_lag(lag, m);
+    last_read = now;
     m.set("gauges_sampled_timestamp_seconds", {{"source", "broker"}},
           unix_now());
   } catch (const std::exception& e) {
     ef::log::debug("lag sampler: cannot read the broker: {}", e.what());
   }
+  // A lag the broker did not confirm now is absent, never frozen at the
+  // last value (which read 0 through a coordinator loss): only what this
+  // read set stays, and its age says how old it is.
+  for (auto& l : lag_shown)
+    if (set_now.count(l) == 0)
+      m.unset("consumer_lag", l);
+  lag_shown = std::move(set_now);
+  auto age =
+    std::chrono::duration<double>(now - (last_read ? *last_read : *started));
+  for (auto& consumer : ctx->cfg.consumer.enabled)
+    m.set("consumer_lag_sample_age_seconds", {{"consumer", consumer}},
+          age.count());
   // A client made and torn down per sample was half of an idle process's
   // CPU at one sample a second: the lag is read at most every 5 s.
   return std::max(
@@ -149,6 +171,7 @@ caf::behavior lag_sampler_with(caf::stateful_actor<lag_sampler_state>* self,
   name_blocking_thread(self, "lag");
   self->state.ctx = std::move(ctx);
   self->state.deps = std::move(deps);
+  self->state.clock = &self->clock();
   return round_loop(self, on_drain::keep_rounds);
 }
 

@@ -9,6 +9,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,14 +61,24 @@ struct lag_sampler_deps {
 
 lag_sampler_deps production_lag_sampler_deps(const context_ptr& ctx);
 
-/// Samples consumer_lag from the broker every metrics.sample-interval-ms,
-/// with broker clients made for each sample (one kept across samples hangs
-/// once its broker went away); gauges_sampled_timestamp_seconds
-/// {source="broker"} says when. Its own actor, so its hangs are its own
-/// (gauge_sampler). Blocking, so detached; supervised under "maintenance".
+/// Samples consumer_lag from the broker every metrics.sample-interval-ms
+/// (at least 5 s), with broker clients made for each sample (one kept
+/// across samples hangs once its broker went away);
+/// gauges_sampled_timestamp_seconds{source="broker"} says when, and
+/// consumer_lag_sample_age_seconds how old each consumer's lag is. A read
+/// that fails (a broker or coordinator the sampler cannot reach) removes
+/// the consumer_lag series: absent, never a stale value. Its own actor, so its
+/// hangs are its own (gauge_sampler). Blocking, so detached; supervised under
+/// "maintenance".
 struct lag_sampler_state {
   context_ptr ctx;
   lag_sampler_deps deps;
+  /// The consumer_lag series the last read set (labels), and when a read
+  /// last succeeded (or the sampler started): a failed read removes them.
+  std::set<telemetry::labels> lag_shown;
+  std::optional<caf::actor_clock::time_point> last_read, started;
+  /// The actor's clock (the test coordinator's in deterministic tests).
+  caf::actor_clock* clock = nullptr;
   std::chrono::milliseconds round();
   static inline const char* name = "lag-sampler";
 };

@@ -148,7 +148,13 @@ void group_member_state::on_done(const record_done& d) {
 caf::error
 group_member_state::commit_done(const std::vector<std::int32_t>* only) {
   last_commit = now();
-  return commits->commit(*flow, *consumer, only);
+  auto err = commits->commit(*flow, *consumer, only);
+  // Not fatal (the records are applied; a later commit or a redelivery
+  // settles it), but an operator sees a coordinator that keeps refusing.
+  if (err)
+    ctx->metrics->add("consumer_offset_commit_failures_total",
+                      {{"consumer", consumer_name}});
+  return err;
 }
 
 caf::typed_response_promise<drain_report> group_member_state::drain() {

@@ -122,6 +122,74 @@ const std::map<std::string, metric_family>& metric_catalog() {
      {metric_kind::counter,
       "Replays parked again after dlq.replay-give-up-ms without an "
       "acknowledged publish, by consumer."}},
+    {"consumer_offset_commit_failures_total",
+     {metric_kind::counter,
+      "Offset commits the group coordinator refused or did not answer, per "
+      "consumer (not fatal: a later commit or a suppressed redelivery "
+      "settles them)."}},
+    {"consumer_lag_sample_age_seconds",
+     {metric_kind::gauge,
+      "Seconds since consumer_lag was last read from the broker, per "
+      "consumer; while a read fails its consumer_lag series are absent."}},
+    {"kafka_broker_up",
+     {metric_kind::gauge,
+      "1 if a client of this role is connected to the broker, 0 if its "
+      "connection is down (reconnecting); absent for a broker it never "
+      "needed. From librdkafka's statistics."}},
+    {"kafka_brokers_down",
+     {metric_kind::gauge,
+      "Brokers that are down: refusing the connection this process tries "
+      "each sample, or that clients try to reach while none is connected."}},
+    {"kafka_broker_reachable",
+     {metric_kind::gauge,
+      "1 if the broker accepted a TCP connection this sample (every broker "
+      "the cluster's metadata names is tried), else 0."}},
+    {"kafka_broker_rtt_seconds",
+     {metric_kind::gauge,
+      "Average request round trip to the broker over the last statistics "
+      "interval, per client role."}},
+    {"kafka_broker_outstanding_requests",
+     {metric_kind::gauge,
+      "Requests waiting to be sent to the broker or for its answer, per "
+      "client role."}},
+    {"kafka_broker_request_errors_total",
+     {metric_kind::counter,
+      "Requests to the broker that failed or timed out, per client role "
+      "(librdkafka retries many of them inside its delivery timeout)."}},
+    {"kafka_broker_request_retries_total",
+     {metric_kind::counter, "Requests to the broker sent again, per client "
+                            "role."}},
+    {"kafka_partition_leader_changes_total",
+     {metric_kind::counter,
+      "Partition leader changes this process's clients saw, per topic."}},
+    {"kafka_producer_undelivered_records",
+     {metric_kind::gauge,
+      "Records a producer role holds without a delivery report yet (queued "
+      "or in flight)."}},
+    {"kafka_producer_queue_latency_seconds",
+     {metric_kind::gauge,
+      "p99 of the time a producer role's records waited in its queue."}},
+    {"kafka_consumer_group_up",
+     {metric_kind::gauge,
+      "1 if every member of this role in this process is in its group "
+      "(librdkafka's group state \"up\"), else 0."}},
+    {"kafka_consumer_group_coordinator_up",
+     {metric_kind::gauge,
+      "1 if every member of this role is connected to its group "
+      "coordinator, else 0."}},
+    {"kafka_consumer_group_assigned_partitions",
+     {metric_kind::gauge, "Partitions assigned to this role's members in "
+                          "this process."}},
+    {"kafka_consumer_group_rebalances_total",
+     {metric_kind::counter, "Rebalances this role's members took part in."}},
+    {"kafka_client_errors_total",
+     {metric_kind::counter,
+      "Errors a Kafka client reported (all brokers down, a failed TLS "
+      "handshake or SASL authentication, ...), per role and error name."}},
+    {"relay_last_delivery_report_timestamp_seconds",
+     {metric_kind::gauge,
+      "Unix time of the last delivery report a relay got (acknowledged or "
+      "failed): publishing has stalled when it stops while rows wait."}},
     {"actor_restarts_total",
      {metric_kind::counter, "Actor restarts by kind and reason class."}},
     {"actors_down",

@@ -103,6 +103,7 @@ std::chrono::milliseconds relay_shard_state::round() {
       return ownership_retry;
     ef::log::debug("relay {}: acquired shard", shard);
   }
+  producer->serve_callbacks();
   auto now = clock->now();
   if (!notified && now < next_query) {
     auto wait = std::min<std::chrono::milliseconds>(
@@ -181,6 +182,12 @@ bool relay_shard_state::publish(
     "relay_publish_ack_seconds", {},
     std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at)
       .count());
+  // librdkafka retries inside its delivery timeout, so errors come late or
+  // never: the time of the last report is what shows a stall while it lasts.
+  ctx->metrics->set("relay_last_delivery_report_timestamp_seconds", {},
+                    std::chrono::duration<double>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count());
   // The seed's relay window: acknowledged, not yet marked.
   faults->after_ack(rows);
   std::vector<persistence::sent_position> acked;

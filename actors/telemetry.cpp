@@ -150,6 +150,17 @@ void telemetry::set(const std::string& name, const labels& l, double value) {
   i->second->Set(value);
 }
 
+void telemetry::unset(const std::string& name, const labels& l) {
+  auto k = key(name, l);
+  std::lock_guard<std::mutex> guard{series_->mtx};
+  auto i = series_->gauges.find(k);
+  auto fam = series_->gauge_families.find(name);
+  if (i == series_->gauges.end() || fam == series_->gauge_families.end())
+    return;
+  fam->second->Remove(i->second);
+  series_->gauges.erase(i);
+}
+
 void telemetry::observe(const std::string& name, const labels& l,
                         double value) {
   std::lock_guard<std::mutex> guard{series_->mtx};

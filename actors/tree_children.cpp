@@ -6,6 +6,7 @@
 #include "actors/gauge_sampler.hpp"
 #include "actors/group_member.hpp"
 #include "actors/janitor.hpp"
+#include "actors/kafka_health.hpp"
 #include "actors/relay_shard.hpp"
 #include "actors/repairer.hpp"
 
@@ -107,6 +108,11 @@ std::vector<child_spec> tree_children(const context_ptr& ctx) {
                     {"lag-sampler", "lag-sampler",
                      [=](caf::local_actor* self) {
                        return self->spawn<blocking_child>(lag_sampler, ctx);
+                     },
+                     ""},
+                    {"kafka-health", "kafka-health",
+                     [=](caf::local_actor* self) {
+                       return self->spawn<blocking_child>(kafka_health, ctx);
                      },
                      ""}},
                    ctx));

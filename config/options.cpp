@@ -345,6 +345,14 @@ std::vector<option> make_options() {
     "waits for an operator, so a long wait costs nothing; on the in-process "
     "broker a short one is that many idle fetches a second"));
   v.push_back(int_opt<int>(
+    "kafka.statistics-interval-ms",
+    [](settings& s) -> int& { return s.kafka.statistics_interval_ms; }, 0,
+    3600000,
+    "how often every Kafka client reports its statistics (its broker "
+    "connections, requests waiting, records queued, its group): the "
+    "kafka_* series, /readyz and `eventforge status` read them; 0 turns "
+    "them off"));
+  v.push_back(int_opt<int>(
     "kafka.park-idle-ms",
     [](settings& s) -> int& { return s.kafka.park_idle_ms; }, 0, 3600000,
     "a partition read to its end that gets no record for this long stops "

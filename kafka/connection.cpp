@@ -2,6 +2,8 @@
 
 #include "kafka/client_config.hpp"
 
+#include "kafka/client_events.hpp"
+
 #include <algorithm>
 #include <array>
 #include <stdexcept>
@@ -12,7 +14,7 @@ namespace {
 
 /// Every property some client of kafka/ sets (make_conf refuses a role that
 /// sets another, so this list cannot fall behind the clients).
-constexpr std::array<const char*, 18> owned_properties = {
+constexpr std::array<const char*, 19> owned_properties = {
   "bootstrap.servers",
   "client.id",
   "group.id",
@@ -31,6 +33,7 @@ constexpr std::array<const char*, 18> owned_properties = {
   "linger.ms",
   "message.timeout.ms",
   "log.connection.close",
+  "statistics.interval.ms",
 };
 
 /// Why an owned property may not be given, in words an operator can act on.
@@ -41,6 +44,7 @@ std::string why_owned(const std::string& key) {
     {"session.timeout.ms", "kafka.session-timeout-ms"},
     {"fetch.wait.max.ms", "kafka.fetch-wait-max-ms"},
     {"message.timeout.ms", "kafka.delivery-timeout-ms"},
+    {"statistics.interval.ms", "kafka.statistics-interval-ms"},
   };
   for (auto& [property, own] : own_keys)
     if (key == property)
@@ -103,6 +107,8 @@ std::unique_ptr<RdKafka::Conf> make_conf(const connection& cluster,
       conf->set("bootstrap.servers", cluster.brokers, err) !=
         RdKafka::Conf::CONF_OK)
     throw std::runtime_error("kafka config bootstrap.servers: " + err);
+  // Its log lines, errors and statistics go through EventForge.
+  attach_client_events(*conf, cluster.statistics_interval_ms);
   return conf;
 }
 

@@ -19,6 +19,9 @@ using properties = std::map<std::string, std::string>;
 struct connection {
   std::string brokers;
   kafka::properties properties;
+  /// librdkafka's statistics.interval.ms for every client (0: none): what
+  /// kafka::client_health keeps (kafka.statistics-interval-ms).
+  int statistics_interval_ms = 0;
 
   connection() = default;
   connection(std::string bootstrap) : brokers(std::move(bootstrap)) {}
@@ -27,9 +30,12 @@ struct connection {
       : brokers(std::move(bootstrap)), properties(std::move(props)) {}
 };
 
-/// The cluster at `brokers` with the properties of `cfg` (kafka.properties).
+/// The cluster at `brokers` with the properties of `cfg` (kafka.properties)
+/// and its clients' statistics interval (kafka.statistics-interval-ms).
 inline connection cluster_of(const config::settings& cfg, std::string brokers) {
-  return {std::move(brokers), cfg.kafka.properties};
+  connection c{std::move(brokers), cfg.kafka.properties};
+  c.statistics_interval_ms = cfg.kafka.statistics_interval_ms;
+  return c;
 }
 
 /// Checks properties as every client would take them, without reaching a

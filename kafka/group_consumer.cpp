@@ -1,6 +1,7 @@
 #include "kafka/group_consumer.hpp"
 
 #include "kafka/client_config.hpp"
+#include "kafka/client_events.hpp"
 #include "messages/record_headers.hpp"
 #include <eventforge/config/logging.hpp>
 
@@ -91,7 +92,11 @@ class debug_capture : public RdKafka::EventCb {
 public:
   static constexpr size_t capacity = 5000;
 
+  explicit debug_capture(std::string client) : client_(std::move(client)) {}
+
   void event_cb(RdKafka::Event& e) override {
+    // It replaces EventForge's callbacks for this client: pass them on.
+    forward_client_event(e, client_);
     if (e.type() != RdKafka::Event::EVENT_LOG)
       return;
     std::lock_guard<std::mutex> guard{mtx_};
@@ -110,6 +115,7 @@ public:
   }
 
 private:
+  std::string client_;
   mutable std::mutex mtx_;
   std::deque<std::string> lines_;
 };
@@ -167,7 +173,7 @@ group_consumer::group_consumer(const connection& cluster,
       RdKafka::Conf::CONF_OK)
     throw std::runtime_error("kafka rebalance_cb: " + err);
   if (!debug_contexts.empty()) {
-    impl_->debug = std::make_unique<debug_capture>();
+    impl_->debug = std::make_unique<debug_capture>(group);
     if (conf->set("debug", debug_contexts, err) != RdKafka::Conf::CONF_OK ||
         conf->set("event_cb", impl_->debug.get(), err) !=
           RdKafka::Conf::CONF_OK)

@@ -34,6 +34,11 @@ public:
   virtual std::vector<delivery>
   publish(const std::vector<order_event>& events,
           const std::function<void()>& after_send) = 0;
+
+  /// Serves the client's queued callbacks (its statistics, its errors)
+  /// without waiting: librdkafka calls them only from a producer's poll,
+  /// and an idle relay polls nowhere else.
+  virtual void serve_callbacks() {}
 };
 
 /// What a DLQ replay republishes an original record through: the
@@ -60,6 +65,8 @@ public:
   std::vector<delivery>
   publish(const std::vector<order_event>& events,
           const std::function<void()>& after_send) override;
+
+  void serve_callbacks() override;
 
   /// Raw produce of an already encoded value, e.g. to put a test record or
   /// a replay onto the topic. Returns the delivery.

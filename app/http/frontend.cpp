@@ -163,6 +163,7 @@ void http_frontend::stop() {
     impl_->runner->cancel();
   impl_->blocking.stop();
   impl_->blocking.join();
+  impl_->readiness_lane.join(); // one bounded probe at most
 }
 
 std::string http_frontend::url() const {

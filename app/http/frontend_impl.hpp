@@ -16,6 +16,7 @@
 #include <eventforge/messages/order_messages.hpp>
 
 #include <boost/asio/thread_pool.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include <optional>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 namespace ef::app {
 
@@ -69,11 +71,14 @@ struct http_frontend::impl {
   endpoints where;
   static constexpr int blocking_limit = 16;
   std::atomic<int> blocking_now{0};
-  /// /readyz is computed at most once a second; callers meanwhile get the
-  /// last answer (a probe every 100 ms costs one database session a second).
+  /// /readyz is computed at most once a second, on its own lane; callers
+  /// meanwhile get the last answer (a probe every 100 ms costs one database
+  /// session a second). The first callers wait for the first answer.
   std::mutex readiness_mtx;
   std::chrono::steady_clock::time_point readiness_at{};
   std::optional<response> readiness_cached;
+  bool readiness_computing = false;
+  std::vector<responder> readiness_waiters;
   std::unique_ptr<http::server> server;
   int port = 0;
   recovery_view view;
@@ -86,6 +91,8 @@ struct http_frontend::impl {
   /// stop() joins it first of all (each task is bounded: a statement
   /// timeout, a cancelled scenario's last request).
   boost::asio::thread_pool blocking{2};
+  /// /readyz's own lane: never behind the blocking pool's queue.
+  boost::asio::thread_pool readiness_lane{1};
 
   impl(caf::actor_system& s, eventforge_actor r, const config::settings& c,
        std::shared_ptr<telemetry> m, endpoints w, std::shared_ptr<chaos> f,
@@ -195,7 +202,8 @@ struct http_frontend::impl {
   void healthz_route(request& req, responder done);
   /// The last readiness answer if it is younger than a second, else a new
   /// one (one caller computes it; the others wait for it).
-  response cached_readiness();
+  bool kafka_readiness(nlohmann::json& body,
+                       std::vector<std::string>& degraded);
   response readiness();
 };
 

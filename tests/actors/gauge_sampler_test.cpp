@@ -237,3 +237,35 @@ TEST_CASE(
   CHECK(f.billing_lag() == 3);
   caf::anon_send_exit(client, caf::exit_reason::kill);
 }
+
+TEST_CASE("a_lag_read_that_fails_removes_the_lag_series_and_its_age_grows_"
+          "instead_of_a_frozen_value") {
+  lag_fixture f;
+  f.broker->answers = {lag_of_billing(40), std::nullopt, lag_of_billing(10)};
+  f.start();
+  auto& sched = f.sched();
+  auto shown = [&] {
+    return f.ctx->metrics->render_prometheus().find(
+             "\nconsumer_lag{consumer=\"billing\",partition=\"0\"} ") !=
+           std::string::npos;
+  };
+  auto age = [&] {
+    return gauge(f.ctx, "consumer_lag_sample_age_seconds",
+                 {{"consumer", "billing"}});
+  };
+  CHECK(f.billing_lag() == 40);
+  CHECK(shown());
+  REQUIRE(sched.trigger_timeout());
+  expect((poll_atom), from(f.sampler).to(f.sampler));
+  {
+    INFO("the read failed: the lag is absent, never the old 40, and its age "
+         "says since when it was not read");
+    CHECK_FALSE(shown());
+    CHECK(age() >= 5.0);
+  }
+  REQUIRE(sched.trigger_timeout());
+  expect((poll_atom), from(f.sampler).to(f.sampler));
+  INFO("read again: shown, and fresh");
+  CHECK(f.billing_lag() == 10);
+  CHECK(age() == 0);
+}

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <sys/stat.h>
 #include <thread>
+#include <utility>
 
 namespace ef::test {
 
@@ -363,6 +364,7 @@ std::string child_process::await_line(const std::string& prefix,
     while ((nl = buffer_.find('\n')) != std::string::npos) {
       auto line = buffer_.substr(0, nl);
       buffer_.erase(0, nl + 1);
+      stdout_lines_.push_back(line);
       if (line.rfind(prefix, 0) == 0)
         return line;
     }
@@ -380,6 +382,19 @@ std::string child_process::await_line(const std::string& prefix,
       return {};
     buffer_.append(buf, static_cast<size_t>(n));
   }
+}
+
+std::vector<std::string> child_process::stdout_lines() {
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out_fd_, buf, sizeof(buf))) > 0;)
+    buffer_.append(buf, static_cast<size_t>(n));
+  for (size_t nl; (nl = buffer_.find('\n')) != std::string::npos;) {
+    stdout_lines_.push_back(buffer_.substr(0, nl));
+    buffer_.erase(0, nl + 1);
+  }
+  if (!buffer_.empty())
+    stdout_lines_.push_back(std::exchange(buffer_, {}));
+  return stdout_lines_;
 }
 
 void child_process::signal(int sig) {
@@ -437,8 +452,12 @@ std::vector<std::string> serve_command(const std::string& dsn,
                                 "--database.url=" + dsn,
                                 "--kafka.brokers=" + brokers,
                                 "--kafka.session-timeout-ms=6000",
-                                "--kafka.fetch-wait-max-ms=20",
-                                "--log.level=" + test_log_level()};
+                                "--kafka.fetch-wait-max-ms=20"};
+  // A test may ask for its own log level (an option is taken once).
+  if (std::none_of(extra.begin(), extra.end(), [](const std::string& a) {
+        return a.rfind("--log.level=", 0) == 0;
+      }))
+    argv.push_back("--log.level=" + test_log_level());
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }

@@ -170,12 +170,16 @@ public:
   /// Waits for exit and returns the exit code (128+N for signal N).
   int wait();
   pid_t pid() const { return pid_; }
+  /// Every line the child wrote to stdout, to its end: call it once the
+  /// child has exited (it reads until EOF).
+  std::vector<std::string> stdout_lines();
 
 private:
   pid_t pid_ = -1;
   int out_fd_ = -1;
   int in_fd_ = -1;
   std::string buffer_;
+  std::vector<std::string> stdout_lines_;
 };
 
 /// Extracts "name=value" from a ready line.

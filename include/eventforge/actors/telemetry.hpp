@@ -54,6 +54,11 @@ public:
   /// Sets the gauge `name{labels}`.
   void set(const std::string& name, const labels& l, double value);
 
+  /// Removes the gauge series `name{labels}` (labels in the order set()
+  /// was given them): a value that is no longer known is absent from
+  /// /metrics rather than frozen at its last sample.
+  void unset(const std::string& name, const labels& l);
+
   /// Records one observation in the histogram `name{labels}`.
   void observe(const std::string& name, const labels& l, double value);
 

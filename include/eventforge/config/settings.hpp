@@ -56,6 +56,10 @@ struct settings {
     /// The same for the DLQ handler's consumer: a parked event waits for an
     /// operator, not for milliseconds.
     int dlq_fetch_wait_ms = 500;
+    /// How often every Kafka client reports its statistics (broker
+    /// connections, queues, its group): the Kafka health series, /readyz
+    /// and `status`. 0: never.
+    int statistics_interval_ms = 5000;
     /// A partition read to its end and fed nothing for this long stops
     /// fetching until a relay says it published there (0: never).
     int park_idle_ms = 1000;
