@@ -21,14 +21,6 @@
 
 namespace ef {
 
-counter_map counters(caf::actor_system& sys, const eventforge_actor& root) {
-  counter_map out;
-  caf::scoped_actor self{sys};
-  self->request(root, std::chrono::seconds(10), stats_atom::value)
-    .receive([&](counter_map& m) { out = m; }, [&](caf::error&) {});
-  return out;
-}
-
 namespace {
 
 /// Trees started and not yet terminated: what a runtime about to stop its
@@ -240,6 +232,8 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& given,
   // never silently left out).
   auto cfg = config::with_referenced_files(given);
   check_and_apply(cfg);
+  if (cfg.node.name.empty())
+    cfg.node.name = config::default_node_name(cfg);
   if (!registry)
     registry = std::make_shared<const consumer_registry>(
       consumer_registry::with_builtins());
@@ -251,6 +245,12 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& given,
   declare_series(*metrics, cfg);
   auto dsn = persistence::with_connect_timeout(ep.database_dsn,
                                                cfg.database.connect_timeout_s);
+  // Every session of the tree says which node it is (pg_stat_activity):
+  // `status` names relay owners by node, not by backend PID.
+  if (dsn.find("application_name") == std::string::npos)
+    dsn = persistence::with_dsn_param(
+      dsn, "application_name",
+      std::string(persistence::node_session_prefix) + cfg.node.name);
   migrate_schemas(dsn, consumers);
   auto journal = open_journal(dsn, cfg, metrics, *faults);
   auto ctx = make_context(cfg, ep, dsn, metrics, faults, std::move(journal),
@@ -269,26 +269,6 @@ eventforge_actor start(caf::actor_system& sys, const config::settings& given,
   trees().enter(root->id());
   root->attach_functor([id = root->id()] { trees().leave(id); });
   return root; // a supervisor_actor is an eventforge_actor and more
-}
-
-bool await_consumers_assigned(const telemetry& metrics,
-                              const config::settings& cfg,
-                              std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto assigned = [&] {
-    for (auto& name : cfg.consumer.enabled)
-      if (metrics.sum("consumer_rebalances_total", {{"consumer", name}}) == 0)
-        return false;
-    return true;
-  };
-  // The counter has no waiters to wake; a join takes seconds, so looking
-  // every 5 ms costs nothing and adds at most 5 ms.
-  while (!assigned()) {
-    if (std::chrono::steady_clock::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
 }
 
 std::size_t running_trees() {

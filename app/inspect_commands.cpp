@@ -37,7 +37,8 @@ class status_cmd final : public command {
 public:
   const char* name() const override { return "status"; }
   const char* help() const override {
-    return "one screen for operators: outbox, relay owners, lag, DLQ";
+    return "one screen for operators: outbox, relay owners, lag, DLQ "
+           "(exit 0, or 4 when a source could not be read)";
   }
   int run(configuration& c) override {
     const auto& cfg = c.settings;
@@ -52,7 +53,10 @@ public:
     }
     auto v = read_ops_view(cfg, cfg.database.url, cfg.kafka.brokers);
     std::cout << to_text(v, cfg);
-    return 0;
+    // 0: all it was asked for; 4: printed, but a source could not be read
+    // (named in its place). Never 1 for a broker outage: what the database
+    // says is printed all the same.
+    return v.partial() ? 4 : 0;
   }
 };
 

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -534,6 +535,20 @@ std::vector<option> make_options() {
     "(a topic gone, an ACL that refuses) is parked again with its last "
     "error, for an operator to decide anew; until then the DLQ handler "
     "publishes it again every 5 s once its delivery timeout passed"));
+  v.push_back(str_opt(
+    "node.name", [](settings& s) -> std::string& { return s.node.name; },
+    [](const std::string& v) -> std::optional<std::string> {
+      if (v.size() > 50)
+        return "at most 50 characters";
+      for (unsigned char c : v)
+        if (c < 0x21 || c > 0x7E)
+          return "visible ASCII characters only";
+      return std::nullopt;
+    },
+    "this process's name among the nodes that share one database and "
+    "cluster (up to 50 characters): its database sessions carry it, so "
+    "`status` names the node that owns each relay shard; empty: the host "
+    "name and http.port"));
   v.push_back(int_opt<int>(
     "retention.batch-size",
     [](settings& s) -> int& { return s.retention.batch_size; }, 1, 1000000,
@@ -721,6 +736,16 @@ std::optional<std::string> resolve_kafka_properties(settings& s) {
 }
 
 } // namespace
+
+std::string default_node_name(const settings& s) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0')
+    std::snprintf(host, sizeof(host), "localhost");
+  auto name = std::string(host).substr(0, 40);
+  return s.http.port != 0
+           ? name + ":" + std::to_string(s.http.port)
+           : name + ":pid" + std::to_string(static_cast<long>(::getpid()));
+}
 
 std::optional<std::string> read_referenced_files(settings& s) {
   if (auto token = resolve_admin_token(s))

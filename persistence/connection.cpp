@@ -49,6 +49,12 @@ std::string with_dsn_param(const std::string& dsn, const std::string& key,
   return dsn.empty() ? key + "=" + quoted : dsn + " " + key + "=" + quoted;
 }
 
+std::string with_node_name(const std::string& dsn, const std::string& node) {
+  if (node.empty() || dsn.find("application_name") != std::string::npos)
+    return dsn;
+  return with_dsn_param(dsn, "application_name", node_session_prefix + node);
+}
+
 opening_transaction::opening_transaction(pqxx::connection_base& c,
                                          const std::string& opening)
     : pqxx::internal::namedclass{fullname("transaction",

@@ -1,6 +1,7 @@
 #include "persistence/ops_queries.hpp"
 
 #include "persistence/connection.hpp"
+#include "persistence/dsn.hpp"
 #include "persistence/lock_classes.hpp"
 
 namespace ef::persistence {
@@ -35,11 +36,15 @@ ops_rows ops_reader::read() {
               "status = 'replaying' AND replay_offset IS NULL")[0]
         .as<double>();
     // Relay shard locks are advisory locks (relay_lock_class, shard).
+    // By node name where the session carries one (application_name), else
+    // as backend PID and client address.
     for (const auto& r : t.exec_params(
-           "SELECT l.objid::int, a.pid || '@' || coalesce(host(a.client_addr), "
-           "'local') FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-           "WHERE l.locktype = 'advisory' AND l.classid = $1 AND l.granted",
-           relay_lock_class))
+           "SELECT l.objid::int, CASE WHEN starts_with(a.application_name, "
+           "$2) THEN substr(a.application_name, length($2) + 1) ELSE a.pid || "
+           "'@' || coalesce(host(a.client_addr), 'local') END FROM pg_locks l "
+           "JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' "
+           "AND l.classid = $1 AND l.granted",
+           relay_lock_class, std::string(node_session_prefix)))
       out.shard_owners[r[0].as<int>()] = r[1].as<std::string>();
     return out;
   });

@@ -5,23 +5,84 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 namespace ef::app {
 
 ops_view read_ops_view(const config::settings& cfg, const std::string& dsn,
-                       const std::string& brokers) {
+                       const std::string& brokers,
+                       std::chrono::milliseconds broker_wait) {
   ops_view v;
-  v.rows = persistence::read_ops_rows(dsn);
-  v.repair = persistence::repair_store(dsn).summary();
+  try {
+    v.rows = persistence::read_ops_rows(dsn);
+    v.repair = persistence::repair_store(dsn).summary();
+  } catch (const std::exception& e) {
+    v.database_not_read = e.what();
+  }
   if (brokers.empty()) {
     v.broker_not_read = "no --kafka.brokers given";
+    v.no_broker_given = true;
     return v;
   }
-  kafka::offset_reader broker(kafka::cluster_of(cfg, brokers));
-  v.lag = read_lag(cfg, broker, 10000);
+  // On a thread of its own, waited for at most broker_wait: librdkafka
+  // 2.0.2 can hang past its timeouts once its broker went away. The
+  // thread owns what it uses.
+  struct read {
+    std::mutex mtx;
+    std::condition_variable cv;
+    bool done = false;
+    lag_by_consumer lag;
+    std::string error;
+  };
+  auto r = std::make_shared<read>();
+  auto timeout_ms = static_cast<int>(broker_wait.count());
+  std::thread([r, cfg, brokers, timeout_ms] {
+    lag_by_consumer lag;
+    std::string error;
+    try {
+      kafka::offset_reader broker(kafka::cluster_of(cfg, brokers));
+      lag = read_lag(cfg, broker, std::max(500, timeout_ms - 500));
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::lock_guard<std::mutex> guard{r->mtx};
+    r->lag = std::move(lag);
+    r->error = std::move(error);
+    r->done = true;
+    r->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock{r->mtx};
+  if (!r->cv.wait_for(lock, broker_wait, [&] { return r->done; }))
+    v.broker_not_read = "the broker did not answer within " +
+                        std::to_string(broker_wait.count()) + " ms";
+  else if (!r->error.empty())
+    v.broker_not_read = r->error;
+  else
+    v.lag = std::move(r->lag);
   return v;
 }
+
+namespace {
+
+void lag_lines(std::ostream& out, const lag_by_consumer& lag) {
+  for (auto& [consumer, parts] : lag) {
+    long long total = 0;
+    for (auto& p : parts)
+      total += p.lag;
+    out << "consumer " << consumer << ": lag " << total << " (";
+    for (size_t i = 0; i < parts.size(); ++i)
+      out << (i ? ", " : "") << "p" << parts[i].partition << " "
+          << parts[i].lag;
+    out << ")\n";
+  }
+}
+
+} // namespace
 
 std::string repair_json(const persistence::repair_summary& r) {
   auto gaps = nlohmann::json::array();
@@ -41,6 +102,16 @@ std::string repair_json(const persistence::repair_summary& r) {
 
 std::string to_text(const ops_view& v, const config::settings& cfg) {
   std::ostringstream out;
+  // The database's part first: it is what can still be read when the
+  // brokers are down.
+  if (!v.database_not_read.empty()) {
+    out << "database: not read (" << v.database_not_read << ")\n";
+    if (!v.broker_not_read.empty())
+      out << "consumer lag: not read (" << v.broker_not_read << ")\n";
+    else
+      lag_lines(out, v.lag);
+    return out.str();
+  }
   out << "outbox: " << v.rows.outbox_unsent << " unsent, oldest "
       << static_cast<long>(v.rows.outbox_oldest_unsent_age_s) << " s\n";
   out << "relay shards:";
@@ -52,16 +123,7 @@ std::string to_text(const ops_view& v, const config::settings& cfg) {
   out << "\n";
   if (!v.broker_not_read.empty())
     out << "consumer lag: not read (" << v.broker_not_read << ")\n";
-  for (auto& [consumer, parts] : v.lag) {
-    long long total = 0;
-    for (auto& p : parts)
-      total += p.lag;
-    out << "consumer " << consumer << ": lag " << total << " (";
-    for (size_t i = 0; i < parts.size(); ++i)
-      out << (i ? ", " : "") << "p" << parts[i].partition << " "
-          << parts[i].lag;
-    out << ")\n";
-  }
+  lag_lines(out, v.lag);
   auto count = [&](const char* s) {
     auto i = v.rows.dlq_by_status.find(s);
     return i == v.rows.dlq_by_status.end() ? 0L : i->second;

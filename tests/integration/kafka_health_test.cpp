@@ -232,3 +232,32 @@ TEST_CASE("every_line_of_the_json_log_is_json_while_librdkafka_logs_and_"
   CHECK(kafka_lines > 10);
   CHECK(json_lines > kafka_lines);
 }
+
+TEST_CASE("status_with_every_broker_down_prints_the_database_part_with_relay_"
+          "owners_by_node_and_exits_4") {
+  test::database db;
+  auto cfg = test::test_settings();
+  cfg.node.name = "node-a";
+  kafka::embedded_broker broker(1, cluster_fixture::topics());
+  test::tree t(cfg, {db.dsn(), broker.bootstrap_servers()});
+  REQUIRE(
+    test::post_json(t.url(), "/orders", test::order_body("st", 1, 100)).first ==
+    201);
+  REQUIRE(test::wait_until(
+    [&] { return test::quiescent(db, cfg, broker.bootstrap_servers()); }));
+  auto status = test::eventforge_binary() + " status --database.url='" +
+                db.dsn() + "' --kafka.brokers=" + broker.bootstrap_servers();
+  auto [ok, all] = test::run_command(status);
+  INFO(all);
+  CHECK(ok == 0);
+  // Relay owners by node name, not backend PID.
+  CHECK_THAT(all, Catch::Contains("relay shards: 0=node-a 1=node-a"));
+  broker.set_down(true);
+  auto [code, out] = test::run_command(status);
+  INFO(out);
+  CHECK(code == 4);
+  CHECK_THAT(out, Catch::Contains("outbox: 0 unsent") &&
+                    Catch::Contains("consumer lag: not read (") &&
+                    Catch::Contains("dlq: 0 parked"));
+  broker.set_down(false);
+}

@@ -62,6 +62,10 @@ inline std::string dlq_topic_of(const settings& s) {
 /// retention of marks against rows, demo mode only on loopback.
 std::optional<std::string> validate(const settings& s);
 
+/// This process's node name when node.name is empty: the host name and
+/// http.port (the process ID when the port is picked at start).
+std::string default_node_name(const settings& s);
+
 /// Reads what the settings name outside themselves: http.admin-token-file
 /// into http.admin_token; kafka.properties-file, then the environment's
 /// EVENTFORGE_KAFKA_PROPERTY_* (..._SASL_PASSWORD -> sasl.password), into

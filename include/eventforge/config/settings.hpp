@@ -25,6 +25,13 @@ struct settings {
     std::string admin_token_file;
   } http;
 
+  struct node_section {
+    /// This process's name among the nodes sharing one database and
+    /// cluster: its database sessions carry it (application_name), so
+    /// `status` names relay owners by node. "": host name and http.port.
+    std::string name;
+  } node;
+
   struct database_section {
     std::string url;
     std::string data_dir = "var/pg";
