@@ -5,6 +5,7 @@
 #include "app/command.hpp"
 #include "app/embedded/hosted.hpp"
 #include "app/shutdown_signals.hpp"
+#include "kafka/client_health.hpp"
 #include "kafka/embedded_broker.hpp"
 #include "persistence/dsn.hpp"
 #include <eventforge/actors/eventforge.hpp>
@@ -48,11 +49,20 @@ void stop_process_on_tree_failure(caf::actor_system& sys,
 void announce_ready(const settings& cfg, const telemetry& metrics,
                     const http_frontend& http, const runtime& rt) {
   auto join_wait = std::chrono::milliseconds(2 * cfg.kafka.session_timeout_ms);
-  if (!ef::await_consumers_assigned(metrics, cfg, join_wait))
+  if (!ef::await_consumers_assigned(metrics, cfg, join_wait)) {
+    // Why, where the operator looks: what the clients reported (a TLS
+    // handshake or SASL authentication that failed, brokers unreachable).
+    std::string causes;
+    for (auto& e : kafka::client_health::process().recent_errors(join_wait))
+      causes += "; " + e.role + ": " + e.name + ": " + e.reason;
     ef::log::warn("the consumer groups have no assignment after {} ms; ready "
                   "anyway (orders are taken; their effects wait for the "
-                  "groups)",
-                  join_wait.count());
+                  "groups){}",
+                  join_wait.count(),
+                  causes.empty() ? std::string(". No Kafka client reported "
+                                               "an error")
+                                 : ". Kafka clients reported" + causes);
+  }
   std::cout << "ready http=" << http.url() << " database="
             << ef::persistence::redact_password(rt.where().database_dsn)
             << " kafka=" << rt.where().kafka_brokers << std::endl;

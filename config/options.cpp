@@ -1,4 +1,5 @@
 #include "config/crash_points.hpp"
+#include "config/nearest.hpp"
 #include <eventforge/config/options.hpp>
 
 #include <algorithm>
@@ -633,6 +634,21 @@ const std::vector<option>& options() {
   return table;
 }
 
+namespace {
+
+/// Every key of the option table, for "did you mean".
+const std::vector<std::string>& option_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (auto& o : options())
+      out.push_back(o.key);
+    return out;
+  }();
+  return names;
+}
+
+} // namespace
+
 const option* find_option(const std::string& key) {
   auto& table = options();
   auto i = std::find_if(table.begin(), table.end(),
@@ -647,7 +663,8 @@ std::optional<std::string> apply_value(settings& s, const std::string& key,
                                        const std::string& value) {
   auto* o = find_option(key);
   if (o == nullptr)
-    return "unknown config key \"" + key + "\"";
+    return "unknown config key \"" + key + "\"" +
+           did_you_mean(key, option_names());
   if (auto err = o->apply(s, value))
     return "invalid value for " + key + ": " + *err;
   return std::nullopt;

@@ -1,5 +1,7 @@
 #include <eventforge/config/caf_options.hpp>
 
+#include "config/nearest.hpp"
+
 #include <caf/config_value.hpp>
 #include <caf/settings.hpp>
 
@@ -33,24 +35,6 @@ std::set<std::string> declared_sections(const caf::actor_system_config& cfg) {
   return out;
 }
 
-/// Edit distance, for "did you mean".
-size_t distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 std::string joined(const std::vector<std::string>& xs) {
   std::string out;
   for (auto& x : xs)
@@ -79,16 +63,19 @@ std::string unknown_sections(const caf::actor_system_config& cfg,
                              const caf::settings& file,
                              const std::string& ini_path) {
   auto known = declared_sections(cfg);
+  std::vector<std::string> names(known.begin(), known.end());
   for (auto& [name, value] : file) {
     if (!caf::holds_alternative<caf::settings>(value) || known.count(name))
       continue;
-    // A section nobody declared may still be read by a host through CAF's
-    // content; one a letter or two off a declared one is a typo whose keys
-    // would silently fall back to their defaults.
-    for (auto& k : known)
-      if (distance(name, k) <= 2)
-        return ini_path + ": unknown section [" + name +
-               "]: no option is declared in it (did you mean [" + k + "]?)";
+    // Nobody reads a section no option is declared in: its keys would
+    // silently keep their defaults, however far its name is from a real
+    // one ([loging]). A host declares the sections it reads.
+    auto close = nearest(name, names);
+    return ini_path + ": unknown section [" + name +
+           "]: no option is declared in it" +
+           (close.empty() ? std::string(" (a host declares the sections it "
+                                        "reads)")
+                          : " (did you mean [" + close + "]?)");
   }
   return {};
 }
@@ -113,8 +100,12 @@ std::string check_section(const caf::actor_system_config& cfg,
     for (auto& [name, value] : *keys) {
       auto where = origin + "[" + section + "] " + name;
       auto* opt = opts.qualified_name_lookup(section, name);
-      if (opt == nullptr)
-        return where + ": unknown key (declared: " + joined(declared) + ")";
+      if (opt == nullptr) {
+        auto close = nearest(name, declared);
+        return where + ": unknown key" +
+               (close.empty() ? "" : " (did you mean " + close + "?)") +
+               " (declared: " + joined(declared) + ")";
+      }
       if (auto err = opt->check(value))
         return where + " = " + caf::to_string(value) +
                ": not a value of type " +

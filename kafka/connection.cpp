@@ -4,8 +4,15 @@
 
 #include "kafka/client_events.hpp"
 
+#include "config/nearest.hpp"
+
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
+#include <list>
 #include <stdexcept>
 
 namespace ef::kafka {
@@ -70,6 +77,35 @@ class silent : public RdKafka::EventCb {
 public:
   void event_cb(RdKafka::Event&) override {}
 };
+
+/// Every property librdkafka knows, for "did you mean".
+std::vector<std::string> property_names(RdKafka::Conf& conf) {
+  std::vector<std::string> out;
+  std::unique_ptr<std::list<std::string>> dump(conf.dump());
+  for (auto i = dump->begin(); i != dump->end(); ++i) {
+    out.push_back(*i); // name, then value
+    if (++i == dump->end())
+      break;
+  }
+  return out;
+}
+
+/// Why the file a property names cannot be read (the path is named: it is
+/// not a secret), or nothing. librdkafka would say only "system lib".
+std::optional<std::string> unreadable_file(const std::string& key,
+                                           const std::string& path) {
+  static const char* file_keys[] = {
+    "ssl.ca.location",  "ssl.certificate.location",
+    "ssl.key.location", "ssl.keystore.location",
+    "ssl.crl.location", "sasl.kerberos.keytab"};
+  if (std::find(std::begin(file_keys), std::end(file_keys), key) ==
+        std::end(file_keys) ||
+      path.empty() || (key == "ssl.ca.location" && path == "probe"))
+    return std::nullopt;
+  if (::access(path.c_str(), R_OK) == 0)
+    return std::nullopt;
+  return "cannot read " + path + ": " + std::strerror(errno);
+}
 
 } // namespace
 
@@ -140,9 +176,13 @@ std::optional<std::string> check_properties(const properties& props) {
   std::unique_ptr<RdKafka::Conf> conf(
     RdKafka::Conf::create(RdKafka::Conf::CONF_GLOBAL));
   std::string err;
-  for (auto& [k, v] : props)
+  for (auto& [k, v] : props) {
     if (conf->set(k, v, err) != RdKafka::Conf::CONF_OK)
-      return "kafka property " + k + ": " + without_value(k, v, err);
+      return "kafka property " + k + ": " + without_value(k, v, err) +
+             config::did_you_mean(k, property_names(*conf));
+    if (auto unreadable = unreadable_file(k, v))
+      return "kafka property " + k + ": " + *unreadable;
+  }
   // Some settings are checked only when a client is made (a CA file that
   // cannot be read, SASL without credentials): make one, with no brokers
   // so it reaches nothing, and nothing to say.

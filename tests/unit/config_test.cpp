@@ -111,7 +111,8 @@ TEST_CASE("bad_ini_files_stop_naming_file_and_key_and_change_nothing") {
     std::string says;
   };
   for (auto& b : std::vector<bad>{
-         {"[api]\nwrokers=4\n", "bad.ini: unknown config key \"api.wrokers\""},
+         {"[api]\nwrokers=4\n", "bad.ini: unknown config key \"api.wrokers\" "
+                                "(did you mean \"api.workers\"?)"},
          {"[api]\nworkers=\"abc\"\n",
           "bad.ini: invalid value for api.workers: expected an integer, got "
           "\"abc\""},
@@ -157,24 +158,39 @@ TEST_CASE("bad_command_line_values_stop_naming_the_key") {
           .find("--scheduler.max-threads=many") != std::string::npos);
 }
 
-TEST_CASE("other_sections_are_left_to_caf_and_the_host") {
+TEST_CASE("a_section_a_host_declared_is_left_to_it_and_one_nobody_declared_"
+          "is_refused_however_far_its_name_is") {
+  struct host_config : ef::config::actor_system_config {
+    host_config() {
+      opt_group{custom_options_, "myhost"}.add(anything, "anything", "x");
+    }
+    std::string anything;
+  };
   ef::test::temp_dir dir;
   auto path = write_file(dir, "host.ini",
                          "[scheduler]\npolicy='sharing'\n[myhost]\nanything="
                          "\"goes\"\n[api]\nworkers=3\n");
-  ef::config::actor_system_config cfg;
+  host_config cfg;
   REQUIRE_FALSE(cfg.parse({}, path.c_str()));
   auto r = read_settings(cfg, path);
   INFO(r.error);
   REQUIRE(r.ok());
   CHECK(r.value.api.workers == 3);
+  // Nobody declared [elsewhere]: its keys would be silently ignored.
+  auto undeclared = write_file(dir, "undeclared.ini", "[elsewhere]\nx=1\n");
+  ef::config::actor_system_config plain;
+  REQUIRE_FALSE(plain.parse({}, undeclared.c_str()));
+  CHECK(read_settings(plain, undeclared).error ==
+        undeclared +
+          ": unknown section [elsewhere]: no option is declared in it (a "
+          "host declares the sections it reads)");
 }
 
 TEST_CASE("a_misspelled_section_stops_start_up_naming_the_section_it_is_near") {
   ef::test::temp_dir dir;
   for (auto [section, near] :
        {std::pair{"consumers", "consumer"}, std::pair{"kafak", "kafka"},
-        std::pair{"schedular", "scheduler"}}) {
+        std::pair{"schedular", "scheduler"}, std::pair{"loging", "log"}}) {
     auto path = write_file(dir, "typo.ini",
                            std::string("[") + section + "]\nenabled=\"x\"\n");
     ef::config::actor_system_config cfg;
@@ -203,7 +219,7 @@ TEST_CASE("a_host_checks_its_own_section_as_strictly_as_eventforge_its_own") {
   };
   CHECK(check("[host]\norders=12\n").empty());
   CHECK(check("[host]\nordres=12\n") ==
-        "[host] ordres: unknown key (declared: orders)");
+        "[host] ordres: unknown key (did you mean orders?) (declared: orders)");
   CHECK(check("[host]\norders=\"forty\"\n") ==
         "[host] orders = \"forty\": not a value of type int32");
 }
@@ -221,7 +237,8 @@ TEST_CASE("caf_s_fallback_config_file_is_no_file_when_it_does_not_exist") {
 TEST_CASE("unknown_config_key_is_rejected_by_name") {
   auto r = build_settings({{"kafka.partitons", "3"}});
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error == "unknown config key \"kafka.partitons\"");
+  CHECK(r.error == "unknown config key \"kafka.partitons\" (did you mean "
+                   "\"kafka.partitions\"?)");
 }
 
 TEST_CASE("invalid_config_values_are_rejected_naming_the_key") {
