@@ -5,6 +5,7 @@
 #include <eventforge/actors/eventforge.hpp>
 
 #include "actors/crash_log.hpp"
+#include "actors/member_control.hpp"
 #include "kafka/errors.hpp"
 #include "persistence/db_error.hpp"
 #include <eventforge/messages/api_error.hpp>
@@ -69,6 +70,12 @@ void configure_actor_system(caf::actor_system_config& cfg) {
       if (context.match_elements<std::string>())
         out += " at " + context.get_as<std::string>(0);
       return out;
+    });
+  cfg.add_error_category(
+    control_error_category(),
+    [](std::uint8_t code, caf::atom_value, const caf::message&) {
+      return std::string("ef_control: ") +
+             to_string(static_cast<control_errc>(code));
     });
 }
 

@@ -100,6 +100,8 @@ void group_member_state::housekeeping() {
                [this](std::int32_t p) { begin_partition(p, true); });
   repairs->watchdog().inject_stalls(*flow, *consumer, *ctx->faults);
   keep_listening();
+  if (!pausing && report_to_control(false))
+    begin_pause();
 }
 
 int group_member_state::poll_timeout_ms(caf::actor_clock::time_point at) const {
@@ -141,7 +143,7 @@ void group_member_state::on_done(const record_done& d) {
   commits->done(d);
   if (flow->done(d.partition, d.offset))
     consumer->resume(d.partition);
-  if (drain_reply)
+  if (drain_reply || pausing)
     finish_drain();
 }
 
@@ -155,33 +157,6 @@ group_member_state::commit_done(const std::vector<std::int32_t>* only) {
     ctx->metrics->add("consumer_offset_commit_failures_total",
                       {{"consumer", consumer_name}});
   return err;
-}
-
-caf::typed_response_promise<drain_report> group_member_state::drain() {
-  flow->begin_drain();
-  for (auto& [p, s] : flow->slots())
-    consumer->pause(p);
-  drain_reply = self->make_response_promise<drain_report>();
-  auto rp = *drain_reply;
-  finish_drain();
-  return rp;
-}
-
-void group_member_state::finish_drain() {
-  if (!flow->idle())
-    return;
-  if (auto err = commit_done()) {
-    drain_reply->deliver(drain_report{
-      false,
-      {"every fetched record is applied, but the offset commit failed: " +
-       kafka::describe(err)}});
-  } else {
-    ef::log::info("{}: drained: every fetched record is applied and committed",
-                  consumer_name);
-    drain_reply->deliver(drain_report{true, {}});
-  }
-  drain_reply.reset();
-  flow->end_drain();
 }
 
 bool group_member_state::on_worker_exit(const caf::exit_msg& em) {
@@ -215,6 +190,7 @@ void group_member_state::restart_worker(std::int32_t p) {
 
 void group_member_state::stop(caf::error reason) {
   stopping = std::move(reason);
+  leave_members();
   workers->stop_all(*stopping);
   if (workers->ended({}))
     self->quit(*stopping);
@@ -251,6 +227,11 @@ caf::behavior group_member_with(caf::stateful_actor<group_member_state>* self,
   st.self = self;
   st.ctx = ctx;
   st.consumer_name = consumer_name;
+  st.control = std::move(deps.control);
+  st.member_id = member_control::new_member_id(ctx->cfg.node.name);
+  // Reported consuming until it knows: a reset then waits, never races.
+  if (st.report_to_control(false))
+    return paused_member(self); // waits, outside the group, until resumed
   st.flow.emplace(ctx->cfg.consumer.max_in_flight);
   st.repairs.emplace(consumer_name, deps.ledger(), fetch_stall_after);
   st.workers.emplace(self, ctx, consumer_name, deps.worker);

@@ -3,6 +3,7 @@
 #include "actors/announcements.hpp"
 #include "actors/assignment_watch.hpp"
 #include "actors/context.hpp"
+#include "actors/member_control.hpp"
 #include "actors/offset_commits.hpp"
 #include "actors/partition_flow.hpp"
 #include "actors/partition_repairs.hpp"
@@ -37,6 +38,8 @@ struct group_member_deps {
   /// idle partitions park (kafka.park-idle-ms); unset: they never park.
   /// Throws db_error when the database is out of reach.
   std::function<std::shared_ptr<persistence::announcement_source>()> listener;
+  /// Its heartbeat and its consumer's pause (unset: never paused).
+  member_control control;
 };
 
 group_member_deps production_group_member_deps(const context_ptr& ctx,
@@ -81,6 +84,15 @@ struct group_member_state {
   /// Set once our supervisor asked us to stop: no more polling, partition
   /// actors are stopped, and we quit with this reason after the last one.
   std::optional<caf::error> stopping;
+  /// The operator's control (group_member_control.cpp): this member's id
+  /// in consumer_members, and whether it is pausing (a drain that ends in
+  /// leaving the group).
+  member_control control;
+  std::string member_id;
+  bool pausing = false;
+  /// Whether the control answered at the last heartbeat (logged once per
+  /// change, not once a second).
+  bool control_known = true;
 
   ~group_member_state();
 
@@ -105,7 +117,18 @@ struct group_member_state {
   /// returns the broker's error ("" on success).
   caf::error commit_done(const std::vector<std::int32_t>* only = nullptr);
   caf::typed_response_promise<drain_report> drain();
+  /// A drain (or a pause) ends once nothing is in flight: commits, answers
+  /// the drain, or leaves the group for a pause.
   void finish_drain();
+  /// Reports this member (consuming or paused, its partitions) and returns
+  /// whether its consumer is paused. A control that does not answer (the
+  /// database away) leaves the member as it is.
+  bool report_to_control(bool paused_member);
+  /// The operator paused the consumer: every partition is paused, what is
+  /// in flight is applied and committed, then the member leaves the group.
+  void begin_pause();
+  /// Forgets this member's heartbeat row (best effort).
+  void leave_members();
   /// A linked partition actor exited; false if it is not ours.
   bool on_worker_exit(const caf::exit_msg& em);
   /// The backoff after a partition actor's crash has passed: a new actor,
@@ -124,6 +147,11 @@ struct group_member_state {
 /// The production group member of `consumer_name`.
 caf::behavior group_member(caf::stateful_actor<group_member_state>* self,
                            context_ptr ctx, std::string consumer_name);
+
+/// A member of a paused consumer: no client, no partitions; it reports
+/// itself paused once a second and makes way for a consuming member once
+/// the consumer is resumed.
+caf::behavior paused_member(caf::stateful_actor<group_member_state>* self);
 
 /// The same actor, built from `deps`.
 caf::behavior group_member_with(caf::stateful_actor<group_member_state>* self,

@@ -35,6 +35,7 @@ group_member_deps production_group_member_deps(const context_ptr& ctx,
   deps.listener = [ctx] {
     return ctx->outbox_wakeups->get(ctx->dsn, ctx->cfg.relay.shards);
   };
+  deps.control = database_member_control(ctx->dsn);
   return deps;
 }
 

@@ -127,6 +127,11 @@ const std::map<std::string, metric_family>& metric_catalog() {
       "Offset commits the group coordinator refused or did not answer, per "
       "consumer (not fatal: a later commit or a suppressed redelivery "
       "settles them)."}},
+    {"consumer_paused",
+     {metric_kind::gauge,
+      "1 while an operator has paused the consumer (eventforge consumer "
+      "pause; its members leave the group and apply nothing), else 0; set "
+      "by each node's member at its heartbeat."}},
     {"consumer_lag_sample_age_seconds",
      {metric_kind::gauge,
       "Seconds since consumer_lag was last read from the broker, per "

@@ -13,7 +13,6 @@
 namespace ef {
 
 using namespace std::chrono_literals;
-using labels = telemetry::labels;
 
 namespace {
 
@@ -22,73 +21,11 @@ namespace {
 constexpr auto listen_slice = 200ms;
 /// How often a non-owner checks whether the shard became free.
 constexpr auto ownership_retry = 1000ms;
-/// How often the lead over the consumers is measured.
-constexpr auto lead_check_interval = 250ms;
+/// How long one step waits for delivery reports while rows are in flight,
+/// before it looks at the NOTIFY channel again.
+constexpr int report_slice_ms = 10;
 
 } // namespace
-
-bool relay_shard_state::too_far_ahead() {
-  if (record_bytes <= 0 || !ctx->lead || !ctx->lead_limit)
-    return false; // nothing published yet, or no broker to ask
-  auto limit = ctx->lead_limit->bytes();
-  if (limit <= 0) {
-    lead_budget = -1;
-    return false; // off
-  }
-  auto now = clock->now();
-  if (now < next_lead_check)
-    return !lead_block.empty() || lead_budget == 0;
-  next_lead_check = now + lead_check_interval;
-  std::vector<kafka::consumer_lead::entry> leads;
-  try {
-    leads = ctx->lead->current();
-  } catch (const std::exception& e) {
-    // The broker did not answer (a broker down, a coordinator moving): the
-    // last decision stands until it does. Publishing fails the same way if
-    // the whole cluster is gone; crashing the relay would only add a
-    // restart to the outage.
-    ef::log::debug("relay {}: consumer lead unknown ({}); keeping the last "
-                   "decision",
-                   shard, e.what());
-    if (lead_block.empty())
-      lead_budget = -1; // not waiting, and no room measured: no share
-    return !lead_block.empty();
-  }
-  std::string why;
-  double most_ahead = 0;
-  for (auto& x : leads)
-    most_ahead =
-      std::max(most_ahead, static_cast<double>(x.ahead) * record_bytes);
-  // Until the next measurement this relay may add its share of what is left
-  // below the limit, and no more: every shard publishes on the same
-  // figures, and a whole batch on each could carry the log past the limit.
-  lead_budget =
-    std::max(0.0, (static_cast<double>(limit) - most_ahead) /
-                    static_cast<double>(std::max(1, ctx->cfg.relay.shards)));
-  for (auto& x : leads) {
-    if (static_cast<double>(x.ahead) * record_bytes <
-        static_cast<double>(limit))
-      continue;
-    why = "partition " + std::to_string(x.partition) + " holds " +
-          std::to_string(x.ahead) + " records (~" +
-          std::to_string(static_cast<long long>(x.ahead * record_bytes) >> 10) +
-          " KiB) beyond " + x.consumer + "'s committed offset " +
-          std::to_string(x.read);
-    break;
-  }
-  if (why.empty() != lead_block.empty()) {
-    if (why.empty())
-      ef::log::info("relay {}: consumers caught up; publishing again", shard);
-    else
-      ef::log::info("relay {}: {} (relay.max-lead-bytes={}); waiting, the "
-                    "outbox keeps the rest",
-                    shard, why, limit);
-  }
-  lead_block = why;
-  ctx->metrics->set("relay_waiting_for_consumers",
-                    {{"shard", std::to_string(shard)}}, why.empty() ? 0 : 1);
-  return !why.empty();
-}
 
 std::chrono::milliseconds relay_shard_state::round() {
   // Everything is rebuilt from durable state (the unsent rows of the shard),
@@ -104,11 +41,18 @@ std::chrono::milliseconds relay_shard_state::round() {
     ef::log::debug("relay {}: acquired shard", shard);
   }
   producer->serve_callbacks();
+  settle(window.empty() ? 0 : report_slice_ms);
+  if (!failed.empty() || window.failing())
+    return after_failure();
   auto now = clock->now();
   if (!notified && now < next_query) {
     auto wait = std::min<std::chrono::milliseconds>(
       listen_slice,
       std::chrono::duration_cast<std::chrono::milliseconds>(next_query - now));
+    // Rows in flight: alternate between their reports and the NOTIFY.
+    if (!window.empty())
+      wait = std::min<std::chrono::milliseconds>(
+        wait, std::chrono::milliseconds(report_slice_ms));
     notified = store->await_notify(static_cast<int>(wait.count()));
     return 0ms;
   }
@@ -118,124 +62,148 @@ std::chrono::milliseconds relay_shard_state::round() {
     notified = true; // the rows stay unsent (nothing is lost); read again
     return lead_check_interval;
   }
-  int limit = batch_size;
-  if (lead_budget >= 0 && record_bytes > 0)
-    limit = static_cast<int>(std::clamp(std::ceil(lead_budget / record_bytes),
-                                        1.0, static_cast<double>(batch_size)));
-  auto batch = store->unsent(limit);
-  auto& rows = batch.rows;
-  if (rows.empty())
-    return 0ms;
-  // A full batch means more may be waiting: query again right away.
-  if (static_cast<int>(rows.size()) == limit)
-    notified = true;
-  auto claimed_at = std::chrono::steady_clock::now();
-  if (!publish(batch.epoch, rows)) {
-    notified = true;
-    return publish_wait->failed(clock->now());
-  }
-  publish_wait->succeeded();
-  ctx->metrics->observe(
-    "relay_claim_to_mark_seconds", {},
-    std::chrono::duration<double>(std::chrono::steady_clock::now() - claimed_at)
-      .count());
+  send_next();
   return 0ms;
 }
 
-void relay_shard_state::account_batch(
-  const std::vector<persistence::outbox_row>& rows) {
-  double bytes = 0;
-  for (auto& r : rows)
-    // Value (the event as JSON), key and headers, roughly as on the wire.
-    bytes += static_cast<double>(
-      2 * r.event.event_id.size() + 2 * r.event.order_id.size() +
-      r.event.payload.size() + r.event.traceparent.size() + 150);
-  auto avg = bytes / static_cast<double>(rows.size());
-  record_bytes = record_bytes == 0 ? avg : 0.8 * record_bytes + 0.2 * avg;
-  if (lead_budget >= 0)
-    lead_budget = std::max(0.0, lead_budget - bytes);
-  ctx->metrics->observe("relay_batch_size", {},
-                        static_cast<double>(rows.size()));
+std::chrono::milliseconds relay_shard_state::finish_round() {
+  settle(report_slice_ms);
+  return 0ms;
 }
 
-bool relay_shard_state::publish(
-  int epoch, const std::vector<persistence::outbox_row>& rows) {
+void relay_shard_state::send_next() {
+  auto room = ctx->cfg.relay.max_in_flight - static_cast<int>(window.size());
+  if (room <= 0) {
+    notified = true; // read again once reports made room
+    return;
+  }
+  int limit = std::min(batch_size, room);
+  if (lead_budget >= 0 && record_bytes > 0)
+    limit = static_cast<int>(std::clamp(std::ceil(lead_budget / record_bytes),
+                                        1.0, static_cast<double>(limit)));
+  auto batch = store->unsent(limit, window.seqs());
+  auto& rows = batch.rows;
+  if (rows.empty())
+    return;
+  // A full batch means more may be waiting: query again right away.
+  if (static_cast<int>(rows.size()) == limit)
+    notified = true;
+  account_batch(rows);
   std::vector<order_event> events;
   events.reserve(rows.size());
-  for (auto& r : rows)
+  for (auto& r : rows) {
     events.push_back(r.event);
-  account_batch(rows);
-  labels shard_label{{"shard", std::to_string(shard)}};
-  // The epoch was read with the rows, before anything is sent: positions are
-  // recorded under the broker lifetime they were made in, never a later one.
-  auto sent_at = std::chrono::steady_clock::now();
-  for (auto& r : rows)
     event_log::hop("claimed", r.event.order_id, r.event.event_id,
                    r.event.traceparent, {{"seq", std::to_string(r.seq)}});
-  auto reports = producer->publish(events, [&] {
-    for (auto& r : rows)
-      event_log::hop("published", r.event.order_id, r.event.event_id,
-                     r.event.traceparent);
-    faults->after_send(rows);
-  });
-  ctx->metrics->observe(
-    "relay_publish_ack_seconds", {},
-    std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at)
-      .count());
+  }
+  // The epoch was read with the rows, before anything is sent: positions are
+  // recorded under the broker lifetime they were made in, never a later one.
+  window.sent(batch.epoch, rows, next_ticket, std::chrono::steady_clock::now());
+  producer->send(events, next_ticket);
+  next_ticket += rows.size();
+  for (auto& r : rows)
+    event_log::hop("published", r.event.order_id, r.event.event_id,
+                   r.event.traceparent);
+  faults->after_send(rows);
+}
+
+void relay_shard_state::settle(int wait_ms) {
+  auto reports = producer->reports(wait_ms);
+  if (reports.empty())
+    return;
+  auto now = std::chrono::steady_clock::now();
   // librdkafka retries inside its delivery timeout, so errors come late or
   // never: the time of the last report is what shows a stall while it lasts.
   ctx->metrics->set("relay_last_delivery_report_timestamp_seconds", {},
                     std::chrono::duration<double>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count());
+  relay_window::settlement s;
+  try {
+    s = window.settle(std::move(reports));
+  } catch (const std::exception& e) {
+    // The topic may hold an order's rows out of order: restart, and
+    // republish from the first unsent row.
+    throw std::runtime_error("relay " + std::to_string(shard) + ": " +
+                             e.what());
+  }
+  if (first_error.empty())
+    first_error = s.first_error;
+  failed.insert(failed.end(), s.failed.begin(), s.failed.end());
+  if (s.acked.empty())
+    return;
+  std::vector<persistence::outbox_row> rows;
+  for (auto& a : s.acked)
+    rows.push_back(a.row);
   // The seed's relay window: acknowledged, not yet marked.
   faults->after_ack(rows);
-  std::vector<persistence::sent_position> acked;
-  std::vector<std::int64_t> failed;
-  std::string first_error;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (reports[i].persisted) {
-      // A failed record followed by a delivered one is a gap: per-order
-      // order may be broken on the topic. Never mark past it; fail the
-      // relay so it restarts and republishes from the first unsent row.
-      if (!failed.empty())
-        throw std::runtime_error(
-          "relay " + std::to_string(shard) + ": delivery gap after seq " +
-          std::to_string(failed.front()) + " (" + first_error + ")");
-      acked.push_back({rows[i].seq, reports[i].partition, reports[i].offset,
-                       announce(reports[i].partition)});
-      ctx->metrics->observe("outbox_publish_delay_seconds", {},
-                            seconds_since_rfc3339(rows[i].event.occurred_at));
-      event_log::hop("acked", rows[i].event.order_id, rows[i].event.event_id,
-                     rows[i].event.traceparent);
-    } else {
-      if (failed.empty())
-        first_error = reports[i].error;
-      failed.push_back(rows[i].seq);
+  if (!mark(s.acked)) {
+    failed.push_back(-1); // nothing to count, but back off and read again
+    return;
+  }
+  auto oldest = s.acked.front().claimed_at;
+  for (auto& a : s.acked)
+    oldest = std::min(oldest, a.claimed_at);
+  ctx->metrics->observe("relay_publish_ack_seconds", {},
+                        std::chrono::duration<double>(now - oldest).count());
+  ctx->metrics->observe(
+    "relay_claim_to_mark_seconds", {},
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - oldest)
+      .count());
+  if (failed.empty() && !window.failing())
+    publish_wait->succeeded();
+}
+
+bool relay_shard_state::mark(
+  const std::vector<relay_window::acked_row>& acked) {
+  std::map<int, std::vector<persistence::sent_position>> by_epoch;
+  for (auto& a : acked) {
+    by_epoch[a.epoch].push_back(
+      {a.row.seq, a.partition, a.offset, announce(a.partition)});
+    ctx->metrics->observe("outbox_publish_delay_seconds", {},
+                          seconds_since_rfc3339(a.row.event.occurred_at));
+    event_log::hop("acked", a.row.event.order_id, a.row.event.event_id,
+                   a.row.event.traceparent);
+  }
+  for (auto& [epoch, positions] : by_epoch)
+    if (store->mark_sent(epoch, positions) ==
+        persistence::mark_result::epoch_changed) {
+      // The broker lost its logs while these rows were in flight: whatever
+      // it acknowledged may be gone too. They go out again in the new epoch.
+      ef::log::warn("relay {}: broker epoch changed during a publish; {} "
+                    "acknowledged row(s) stay unsent and go out again",
+                    shard, positions.size());
+      return false;
     }
+  for (auto& a : acked)
+    event_log::hop("marked", a.row.event.order_id, a.row.event.event_id,
+                   a.row.event.traceparent,
+                   {{"partition", std::to_string(a.partition)},
+                    {"offset", std::to_string(a.offset)}});
+  ctx->metrics->add("relay_published_total", {{"shard", std::to_string(shard)}},
+                    acked.size());
+  return true;
+}
+
+std::chrono::milliseconds relay_shard_state::after_failure() {
+  if (!window.empty())
+    return 0ms; // the rest of the window still reports; nothing new is sent
+  window.forgive();
+  std::vector<std::int64_t> seqs;
+  for (auto seq : failed)
+    if (seq > 0)
+      seqs.push_back(seq);
+  failed.clear();
+  if (!seqs.empty()) {
+    ctx->metrics->add("relay_publish_errors_total",
+                      {{"shard", std::to_string(shard)}}, seqs.size());
+    ef::log::warn("relay {}: {} record(s) not delivered: {}", shard,
+                  seqs.size(), first_error);
+    store->record_failure(seqs, first_error);
   }
-  if (store->mark_sent(epoch, acked) ==
-      persistence::mark_result::epoch_changed) {
-    // The broker lost its logs while this batch was in flight: whatever it
-    // acknowledged may be gone too. Publish the rows again in the new epoch.
-    ef::log::warn("relay {}: broker epoch changed during a publish; {} "
-                  "acknowledged row(s) stay unsent and go out again",
-                  shard, acked.size());
-    return false;
-  }
-  for (size_t i = 0; i < acked.size(); ++i)
-    event_log::hop("marked", rows[i].event.order_id, rows[i].event.event_id,
-                   rows[i].event.traceparent,
-                   {{"partition", std::to_string(acked[i].partition)},
-                    {"offset", std::to_string(acked[i].offset)}});
-  ctx->metrics->add("relay_published_total", shard_label, acked.size());
-  if (failed.empty())
-    return true;
-  ctx->metrics->add("relay_publish_errors_total", shard_label, failed.size());
-  ef::log::warn("relay {}: {} of {} records not delivered: {}", shard,
-                failed.size(), rows.size(), first_error);
-  store->record_failure(failed, first_error);
-  return false;
+  first_error.clear();
+  notified = true;
+  return publish_wait->failed(clock->now());
 }
 
 bool relay_shard_state::announce(std::int32_t partition) {

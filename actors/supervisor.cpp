@@ -1,6 +1,7 @@
 #include "actors/supervisor.hpp"
 
 #include "actors/crash_log.hpp"
+#include "actors/member_control.hpp"
 #include "messages/tree_messages.hpp"
 #include <eventforge/config/logging.hpp>
 #include <eventforge/messages/api_error.hpp>
@@ -63,6 +64,15 @@ bool supervisor_state::on_child_exit(const caf::exit_msg& em) {
     }
     if (em.reason == caf::exit_reason::normal) {
       ef::log::info("{}: {} finished", label, c.spec.name);
+      return true;
+    }
+    if (is_control_exit(em.reason)) {
+      // An operator's pause or resume: no crash, started again at once
+      // (the new member consumes or waits as the control says).
+      ef::log::info("{}: {} {}; starting it again", label, c.spec.name,
+                    self->system().render(em.reason));
+      c.last_crash = em.reason;
+      self->send(self, restart_atom::value, static_cast<std::uint64_t>(i));
       return true;
     }
     c.last_crash = em.reason;
@@ -182,9 +192,10 @@ supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
       if (!c.current && !self->state.stopping) {
         ef::log::info("{}: starting {} again", self->state.label, c.spec.name);
         self->state.start(index);
-        journal_restart(*self->state.ctx, c.spec.name, c.last_crash,
-                        self->state.label + " restarted " + c.spec.name +
-                          " after " + to_string(c.last_crash));
+        if (!is_control_exit(c.last_crash)) // a pause is no recovery
+          journal_restart(*self->state.ctx, c.spec.name, c.last_crash,
+                          self->state.label + " restarted " + c.spec.name +
+                            " after " + to_string(c.last_crash));
       }
     },
     [=](stats_atom) -> counter_map {

@@ -26,6 +26,11 @@ public:
   virtual int run(configuration& c) = 0;
 };
 
+/// Who the audit trail names for a change made from the command line: the
+/// effective user, as the system knows it ($USER is unset for root in a
+/// non-login shell, and anyone can set it). "cli:NAME".
+std::string cli_actor();
+
 /// Every command that runs on a resolved configuration, in the order
 /// `--help` lists them. (`config-reference` takes no configuration and is
 /// main()'s own.)
@@ -38,6 +43,7 @@ std::unique_ptr<command> migrate_command();
 std::unique_ptr<command> verify_command();
 std::unique_ptr<command> status_command();
 std::unique_ptr<command> dlq_command();
+std::unique_ptr<command> consumer_command();
 std::unique_ptr<command> republish_command();
 std::unique_ptr<command> chaos_command();
 std::unique_ptr<command> bench_command();

@@ -4,9 +4,6 @@
 #include "actors/dlq_operations.hpp"
 #include "app/command.hpp"
 
-#include <pwd.h>
-#include <unistd.h>
-
 #include <iostream>
 
 namespace ef::app {
@@ -30,15 +27,6 @@ int dlq_exit_code(const dlq_operations::outcome& r) {
     break;
   }
   return 1;
-}
-
-/// Who the audit trail names for a change made from the command line: the
-/// effective user, as the system knows it ($USER is unset for root in a
-/// non-login shell, and anyone can set it).
-std::string cli_actor() {
-  auto* pw = getpwuid(geteuid());
-  return "cli:" + (pw && pw->pw_name ? std::string(pw->pw_name)
-                                     : "uid " + std::to_string(geteuid()));
 }
 
 /// A fingerprint on one line: its first line, and how many more it has.

@@ -289,7 +289,8 @@ std::string floor_script(int shards,
                "pg_try_advisory_lock(" +
                std::to_string(persistence::relay_lock_class) +
                ", :shard) AS owner FROM (" +
-               bind(claim_statement(), {{1, ":shard"}, {2, "1"}}) + ") claim";
+               bind(claim_statement(), {{1, ":shard"}, {2, "1"}, {3, "'{}'"}}) +
+               ") claim";
   check_variables(query);
   s += query + "\n\\gset\n";
   // The announcement "0:1" (a relay announces what it published); chr(58)
@@ -329,7 +330,8 @@ std::string relay_script(int shards, int batch) {
   // The relay reads the claimed rows outside a transaction and publishes
   // them before it marks; pgbench keeps only their seqs.
   auto query = "SELECT coalesce(array_agg(seq), '{}') AS seqs FROM (" +
-               bind(claim_statement(), {{1, ":shard"}, {2, b}}) + ") claim";
+               bind(claim_statement(), {{1, ":shard"}, {2, b}, {3, "'{}'"}}) +
+               ") claim";
   check_variables(query);
   s += query + "\n\\gset\n";
   // The mark needs the shard's session lock, as a relay holds it; taking

@@ -437,6 +437,12 @@ std::vector<option> make_options() {
     "relay.publish-backoff-max-ms",
     [](settings& s) -> int& { return s.relay.publish_backoff_max_ms; }, 0,
     3600000, "longest wait between a relay's publish attempts"));
+  v.push_back(int_opt<int>(
+    "relay.max-in-flight",
+    [](settings& s) -> int& { return s.relay.max_in_flight; }, 1, 1000000,
+    "rows a relay has sent and not yet seen acknowledged; rows bound for a "
+    "partition whose leader does not answer wait within this window while "
+    "the other partitions' rows publish"));
   v.push_back(int_opt<std::int64_t>(
     "relay.max-lead-bytes",
     [](settings& s) -> std::int64_t& { return s.relay.max_lead_bytes; }, -1,

@@ -14,6 +14,23 @@ std::unique_ptr<RdKafka::KafkaConsumer> make_reader(const connection& cluster,
   return make_side_consumer(cluster, group, "reader");
 }
 
+/// Each partition's log start (`low`) or log end offset.
+std::vector<std::int64_t> watermarks(RdKafka::KafkaConsumer& c,
+                                     const std::string& topic, int partitions,
+                                     int timeout_ms, bool low) {
+  std::vector<std::int64_t> out;
+  for (int p = 0; p < partitions; ++p) {
+    int64_t start = 0, end = 0;
+    auto rc = c.query_watermark_offsets(topic, p, &start, &end, timeout_ms);
+    if (rc != RdKafka::ERR_NO_ERROR)
+      throw std::runtime_error(
+        "cannot read log " + std::string(low ? "start" : "end") + " of " +
+        topic + "/" + std::to_string(p) + ": " + RdKafka::err2str(rc));
+    out.push_back(low ? start : end);
+  }
+  return out;
+}
+
 } // namespace
 
 struct offset_reader::clients {
@@ -41,16 +58,7 @@ std::vector<std::int64_t> offset_reader::log_ends(const std::string& topic,
   auto& c = clients_->inspect;
   if (!c)
     c = make_reader(cluster_, "eventforge.inspect");
-  std::vector<std::int64_t> out;
-  for (int p = 0; p < partitions; ++p) {
-    int64_t low = 0, high = 0;
-    auto rc = c->query_watermark_offsets(topic, p, &low, &high, timeout_ms);
-    if (rc != RdKafka::ERR_NO_ERROR)
-      throw std::runtime_error("cannot read log end of " + topic + "/" +
-                               std::to_string(p) + ": " + RdKafka::err2str(rc));
-    out.push_back(high);
-  }
-  return out;
+  return watermarks(*c, topic, partitions, timeout_ms, false);
 }
 
 std::vector<std::int64_t> offset_reader::committed(const std::string& group,
@@ -87,12 +95,47 @@ std::vector<std::int64_t> committed_offsets(const connection& cluster,
   return offset_reader(cluster).committed(group, topic, partitions, timeout_ms);
 }
 
+std::vector<std::int64_t> log_start_offsets(const connection& cluster,
+                                            const std::string& topic,
+                                            int partitions, int timeout_ms) {
+  auto c = make_reader(cluster, "eventforge.inspect");
+  return watermarks(*c, topic, partitions, timeout_ms, true);
+}
+
+std::vector<std::int64_t> offsets_for_time(const connection& cluster,
+                                           const std::string& topic,
+                                           int partitions, std::int64_t unix_ms,
+                                           int timeout_ms) {
+  auto ends = log_end_offsets(cluster, topic, partitions, timeout_ms);
+  auto c = make_reader(cluster, "eventforge.inspect");
+  std::vector<RdKafka::TopicPartition*> parts;
+  for (int p = 0; p < partitions; ++p)
+    parts.push_back(RdKafka::TopicPartition::create(topic, p, unix_ms));
+  auto rc = c->offsetsForTimes(parts, timeout_ms);
+  std::vector<std::int64_t> out;
+  for (auto* tp : parts) {
+    // -1: no record at or after the time, so the position is the log end.
+    auto o = tp->offset();
+    out.push_back(o >= 0 ? o : ends[static_cast<size_t>(tp->partition())]);
+  }
+  RdKafka::TopicPartition::destroy(parts);
+  if (rc != RdKafka::ERR_NO_ERROR)
+    throw std::runtime_error("cannot look up offsets of " + topic +
+                             " by time: " + RdKafka::err2str(rc));
+  return out;
+}
+
 void commit_offsets(const connection& cluster, const std::string& group,
                     const std::string& topic,
                     const std::vector<std::pair<int, std::int64_t>>& offsets) {
   // Commit as a member of the group: the broker rejects commits from outside a
-  // group that has (or recently had) members.
-  auto c = make_reader(cluster, group);
+  // group that has (or recently had) members. It joins as the consumers' own
+  // members do (range assignment) and with a short session: a member that
+  // left uncleanly would hold the next members' join until it expires.
+  auto c = make_side_consumer(cluster, group, "reset",
+                              {{"partition.assignment.strategy", "range"},
+                               {"session.timeout.ms", "6000"},
+                               {"heartbeat.interval.ms", "1500"}});
   auto rc = c->subscribe({topic});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::vector<RdKafka::TopicPartition*> assigned;

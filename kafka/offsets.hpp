@@ -55,6 +55,20 @@ std::vector<std::int64_t> committed_offsets(const connection& cluster,
                                             int partitions,
                                             int timeout_ms = 10000);
 
+/// Log start offset (low watermark) of every partition of `topic`: the
+/// oldest record the broker still holds.
+std::vector<std::int64_t> log_start_offsets(const connection& cluster,
+                                            const std::string& topic,
+                                            int partitions,
+                                            int timeout_ms = 10000);
+
+/// Per partition of `topic`, the offset of its first record stamped at or
+/// after `unix_ms` (the log end where there is none).
+std::vector<std::int64_t> offsets_for_time(const connection& cluster,
+                                           const std::string& topic,
+                                           int partitions, std::int64_t unix_ms,
+                                           int timeout_ms = 10000);
+
 /// Sets `group`'s committed offsets (partition -> next offset), as an
 /// operator's offset reset would, by briefly joining the group. Meant for a
 /// stopped consumer: a running member may commit over it.

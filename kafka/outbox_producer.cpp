@@ -5,6 +5,8 @@
 #include "messages/record_headers.hpp"
 
 #include <chrono>
+#include <cstdint>
+#include <utility>
 
 namespace ef::kafka {
 
@@ -17,28 +19,26 @@ constexpr int topic_metadata_timeout_ms = 3000;
 // build (EF_UNITY_BUILD) a member of anonymous type is an error.
 namespace detail {
 
-/// Collects delivery reports into the vector slot named by the opaque.
+/// Collects delivery reports, each named by the ticket its record carried
+/// as its opaque.
 class report_sink : public RdKafka::DeliveryReportCb {
 public:
   void dr_cb(RdKafka::Message& m) override {
-    auto* slot = static_cast<delivery*>(m.msg_opaque());
-    // After an abandoned publish the slots are gone; reports still arrive.
-    if (slot == nullptr || !active)
-      return;
-    slot->persisted = m.err() == RdKafka::ERR_NO_ERROR &&
-                      m.status() == RdKafka::Message::MSG_STATUS_PERSISTED;
-    if (slot->persisted) {
-      slot->partition = m.partition();
-      slot->offset = m.offset();
+    ticketed_delivery d;
+    d.ticket = reinterpret_cast<std::uintptr_t>(m.msg_opaque());
+    d.report.persisted = m.err() == RdKafka::ERR_NO_ERROR &&
+                         m.status() == RdKafka::Message::MSG_STATUS_PERSISTED;
+    if (d.report.persisted) {
+      d.report.partition = m.partition();
+      d.report.offset = m.offset();
     } else {
-      slot->error = m.err() == RdKafka::ERR_NO_ERROR
-                      ? "delivery not persisted"
-                      : RdKafka::err2str(m.err());
+      d.report.error = m.err() == RdKafka::ERR_NO_ERROR
+                         ? "delivery not persisted"
+                         : RdKafka::err2str(m.err());
     }
-    ++done;
+    arrived.push_back(std::move(d));
   }
-  size_t done = 0;
-  bool active = false;
+  std::vector<ticketed_delivery> arrived;
 };
 
 } // namespace detail
@@ -51,20 +51,24 @@ struct outbox_producer::impl {
   std::string topic;
   int delivery_timeout_ms;
 
-  /// Produces one record, retrying while the local queue is full.
+  /// Produces one record, serving reports while the local queue is full.
+  /// A record the client refuses outright is reported failed at once.
   void produce(const std::string& key, const std::string& value,
-               RdKafka::Headers* headers, delivery* slot) {
+               RdKafka::Headers* headers, std::uint64_t ticket) {
+    auto* opaque = reinterpret_cast<void*>(static_cast<std::uintptr_t>(ticket));
     for (;;) {
       auto rc = producer->produce(topic, RdKafka::Topic::PARTITION_UA,
                                   RdKafka::Producer::RK_MSG_COPY,
                                   const_cast<char*>(value.data()), value.size(),
-                                  key.data(), key.size(), 0, headers, slot);
+                                  key.data(), key.size(), 0, headers, opaque);
       if (rc == RdKafka::ERR_NO_ERROR)
         return;
       if (rc != RdKafka::ERR__QUEUE_FULL) {
         delete headers; // produce() frees headers only on success
-        slot->error = RdKafka::err2str(rc);
-        ++sink.done;
+        ticketed_delivery d;
+        d.ticket = ticket;
+        d.report.error = RdKafka::err2str(rc);
+        sink.arrived.push_back(std::move(d));
         return;
       }
       producer->poll(10);
@@ -89,15 +93,12 @@ struct outbox_producer::impl {
       delete md;
   }
 
-  /// Serves delivery reports until `expected` arrived. The producer fails
-  /// every message after message.timeout.ms, so this terminates.
-  void await_reports(size_t expected) {
-    while (sink.done < expected)
-      producer->poll(50);
-    sink.active = false;
+  /// Hands over what arrived; throws on a fatal producer error.
+  std::vector<ticketed_delivery> take() {
     std::string reason;
     if (producer->fatal_error(reason) != RdKafka::ERR_NO_ERROR)
       throw std::runtime_error("kafka producer failed fatally: " + reason);
+    return std::exchange(sink.arrived, {});
   }
 };
 
@@ -129,12 +130,8 @@ outbox_producer::~outbox_producer() {
     impl_->producer->flush(1000);
 }
 
-std::vector<delivery>
-outbox_producer::publish(const std::vector<order_event>& events,
-                         const std::function<void()>& after_send) {
-  std::vector<delivery> out(events.size());
-  impl_->sink.done = 0;
-  impl_->sink.active = true;
+void outbox_producer::send(const std::vector<order_event>& events,
+                           std::uint64_t first_ticket) {
   for (size_t i = 0; i < events.size(); ++i) {
     auto& ev = events[i];
     auto* headers = RdKafka::Headers::create();
@@ -142,39 +139,55 @@ outbox_producer::publish(const std::vector<order_event>& events,
     headers->add(record_header::event_type, ev.event_type);
     if (!ev.traceparent.empty())
       headers->add(record_header::traceparent, ev.traceparent);
-    impl_->produce(ev.order_id, encode_value(ev), headers, &out[i]);
+    impl_->produce(ev.order_id, encode_value(ev), headers, first_ticket + i);
   }
-  if (after_send) {
-    try {
-      after_send();
-    } catch (...) {
-      // The caller abandons the batch with records in flight; their reports
-      // must not touch `out` any more.
-      impl_->sink.active = false;
-      throw;
-    }
-  }
-  impl_->await_reports(events.size());
-  return out;
+}
+
+std::vector<ticketed_delivery> outbox_producer::reports(int wait_ms) {
+  // poll() returns once it served an event or the wait is over; reports
+  // already queued are served without waiting.
+  if (impl_->sink.arrived.empty())
+    impl_->producer->poll(wait_ms);
+  impl_->producer->poll(0);
+  return impl_->take();
 }
 
 void outbox_producer::serve_callbacks() {
-  // No publish is waiting: a late delivery report of an abandoned one finds
-  // the sink inactive and is dropped.
   impl_->producer->poll(0);
 }
 
 delivery outbox_producer::publish_raw(
   const std::string& key, const std::string& value,
   const std::vector<std::pair<std::string, std::string>>& headers) {
-  delivery out;
-  impl_->sink.done = 0;
-  impl_->sink.active = true;
+  // Its own ticket space: a replay producer is used for nothing else.
+  constexpr std::uint64_t raw_ticket = 0;
   auto* h = RdKafka::Headers::create();
   for (auto& [k, v] : headers)
     h->add(k, v);
-  impl_->produce(key, value, h, &out);
-  impl_->await_reports(1);
+  impl_->produce(key, value, h, raw_ticket);
+  // The producer fails every message after message.timeout.ms, so this
+  // terminates.
+  for (;;)
+    for (auto& d : reports(50))
+      if (d.ticket == raw_ticket)
+        return d.report;
+}
+
+std::vector<delivery>
+event_publisher::publish(const std::vector<order_event>& events,
+                         const std::function<void()>& after_send) {
+  auto first = next_ticket_;
+  next_ticket_ += events.size();
+  send(events, first);
+  if (after_send)
+    after_send();
+  std::vector<delivery> out(events.size());
+  for (size_t left = events.size(); left > 0;)
+    for (auto& d : reports(50))
+      if (d.ticket >= first && d.ticket < first + events.size()) {
+        out[d.ticket - first] = std::move(d.report);
+        --left;
+      }
   return out;
 }
 

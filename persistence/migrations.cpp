@@ -393,6 +393,37 @@ ALTER TABLE dlq_actions ADD CONSTRAINT dlq_actions_action_check
   CHECK (action IN ('replay', 'discard', 'release', 'give_up'));
 )sql";
 
+// Operators' controls of a consumer (issue 42.5), durable and read by every
+// node's member once a second; the members as they last reported themselves
+// (node, partitions), which `status` shows and a reset checks; and what was
+// done, by whom.
+constexpr const char* v13_consumer_controls = R"sql(
+CREATE TABLE consumer_controls (
+  consumer   text PRIMARY KEY,
+  paused     boolean NOT NULL DEFAULT false,
+  changed_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  changed_by text NOT NULL DEFAULT ''
+);
+CREATE TABLE consumer_members (
+  consumer   text NOT NULL,
+  member     text NOT NULL,
+  node       text NOT NULL,
+  state      text NOT NULL CHECK (state IN ('consuming', 'paused')),
+  partitions int[] NOT NULL DEFAULT '{}',
+  joined_at  timestamptz NOT NULL DEFAULT clock_timestamp(),
+  seen_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+  PRIMARY KEY (consumer, member)
+);
+CREATE TABLE consumer_control_log (
+  id       bigserial PRIMARY KEY,
+  consumer text NOT NULL,
+  action   text NOT NULL CHECK (action IN ('pause', 'resume', 'reset')),
+  detail   text NOT NULL DEFAULT '',
+  actor    text NOT NULL,
+  at       timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+)sql";
+
 const std::vector<migration>& migrations() {
   static const std::vector<migration> all{
     {1, "core: orders, outbox, processed_events, effects, accounts, keys",
@@ -414,6 +445,8 @@ const std::vector<migration>& migrations() {
     {11, "a NOTIFY for each new broker epoch", v11_epoch_notify},
     {12, "DLQ decisions: undecided entries by position, replay give-up",
      v12_dlq_decisions},
+    {13, "consumer controls: pause, members by node, the log of actions",
+     v13_consumer_controls},
   };
   return all;
 }

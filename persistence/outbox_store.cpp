@@ -20,6 +20,7 @@ const char* const sql::unsent =
                      'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
              (SELECT max(epoch) FROM broker_epochs)
       FROM outbox WHERE shard = $1 AND sent_at IS NULL
+        AND seq <> ALL($3::bigint[])
       ORDER BY seq + 0 LIMIT $2)sql";
 // Alone in its statement: a statement's snapshot is taken when it starts, so
 // an epoch read in the same statement as the lock would predate an epoch
@@ -98,12 +99,13 @@ bool outbox_store::await_notify(int timeout_ms) {
   return impl_->listener->await(shard_, std::chrono::milliseconds(timeout_ms));
 }
 
-outbox_batch outbox_store::unsent(int limit) {
+outbox_batch outbox_store::unsent(int limit,
+                                  const std::vector<std::int64_t>& in_flight) {
   outbox_batch batch;
   auto& rows = batch.rows;
   try {
     pqxx::nontransaction t(*impl_->conn);
-    auto r = t.exec_prepared("unsent", shard_, limit);
+    auto r = t.exec_prepared("unsent", shard_, limit, array_literal(in_flight));
     rows.reserve(r.size());
     if (!r.empty())
       batch.epoch = r[0][7].as<int>();

@@ -82,8 +82,11 @@ public:
 
   /// The oldest unsent rows of the shard, in seq order, with the current
   /// broker epoch: read before the batch is published, so its positions are
-  /// recorded under the epoch they were made in.
-  virtual outbox_batch unsent(int limit) = 0;
+  /// recorded under the epoch they were made in. Rows in `in_flight` (sent,
+  /// not yet reported) are left out: a row committed late, below the seqs
+  /// already sent, is still found.
+  virtual outbox_batch unsent(int limit,
+                              const std::vector<std::int64_t>& in_flight) = 0;
 
   /// Marks exactly these rows sent at their positions under `epoch`
   /// (idempotent for rows already marked). Refuses if `epoch` is no longer
@@ -111,7 +114,8 @@ public:
 
   bool try_acquire_shard() override;
   bool await_notify(int timeout_ms) override;
-  outbox_batch unsent(int limit) override;
+  outbox_batch unsent(int limit,
+                      const std::vector<std::int64_t>& in_flight = {}) override;
   /// The current broker epoch on its own (tests, tools).
   int current_epoch();
   mark_result mark_sent(int epoch,

@@ -188,6 +188,12 @@ struct http_frontend::impl {
   void dlq_groups_route(request& req, responder done);
   void dlq_group_replay_route(request& req, responder done);
   void dlq_entry_route(dlq_verb verb, request& req, responder done);
+  // -- consumers' controls (consumer_routes.cpp) ----------------------------
+  void consumers_route(request& req, responder done);
+  void consumer_pause_route(request& req, responder done);
+  void consumer_resume_route(request& req, responder done);
+  /// Pauses or resumes the consumer the path names, for the token's holder.
+  void consumer_control(request& req, responder done, bool paused);
   void admin(const request& req, responder done, dlq_command cmd);
 
   // page_routes.cpp: the recovery page

@@ -1,7 +1,7 @@
 // The HTTP API's route table: every route once, its method, its pattern
 // (also the metric label) and the handler that answers it. The handlers
-// live with their group: order_routes, admin_routes, page_routes,
-// health_routes.
+// live with their group: order_routes, admin_routes, consumer_routes,
+// page_routes, health_routes.
 
 #include "app/http/frontend_impl.hpp"
 #include "app/page/assets.hpp"
@@ -44,6 +44,9 @@ http::router http_frontend::impl::routes() {
     {"GET", "/admin/dlq", &impl::dlq_list_route},
     {"GET", "/admin/dlq/groups", &impl::dlq_groups_route},
     {"POST", "/admin/dlq/groups/{group}/replay", &impl::dlq_group_replay_route},
+    {"GET", "/admin/consumers", &impl::consumers_route},
+    {"POST", "/admin/consumers/{name}/pause", &impl::consumer_pause_route},
+    {"POST", "/admin/consumers/{name}/resume", &impl::consumer_resume_route},
   };
   static const row page_and_health_routes[] = {
     {"GET", "/overview", &impl::overview_route},

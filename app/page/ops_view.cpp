@@ -1,6 +1,7 @@
 #include "app/page/ops_view.hpp"
 #include <eventforge/messages/dlq_messages.hpp>
 
+#include "actors/consumer_operations.hpp"
 #include "kafka/offsets.hpp"
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,16 @@ ops_view read_ops_view(const config::settings& cfg, const std::string& dsn,
   try {
     v.rows = persistence::read_ops_rows(dsn);
     v.repair = persistence::repair_store(dsn).summary();
+    persistence::consumer_controls controls(dsn);
+    auto rows = controls.controls();
+    for (auto& name : cfg.consumer.enabled) {
+      ops_view::consumer_members c{name, {name, false, "", ""}, {}};
+      for (auto& r : rows)
+        if (r.consumer == name)
+          c.control = r;
+      c.members = controls.members(name, consumer_operations::member_window_s);
+      v.consumers.push_back(std::move(c));
+    }
   } catch (const std::exception& e) {
     v.database_not_read = e.what();
   }
@@ -68,6 +79,32 @@ ops_view read_ops_view(const config::settings& cfg, const std::string& dsn,
 }
 
 namespace {
+
+void member_lines(std::ostream& out, const ops_view& v) {
+  for (auto& c : v.consumers) {
+    out << "consumer " << c.consumer << ": ";
+    if (c.control.paused)
+      out << "PAUSED by " << c.control.changed_by << " at "
+          << c.control.changed_at;
+    else
+      out << "running";
+    out << "; members:";
+    if (c.members.empty())
+      out << " none";
+    for (auto& m : c.members) {
+      out << " " << m.node << " ";
+      if (m.state == "paused") {
+        out << "(paused)";
+        continue;
+      }
+      out << "[";
+      for (size_t i = 0; i < m.partitions.size(); ++i)
+        out << (i ? "," : "") << m.partitions[i];
+      out << "]";
+    }
+    out << "\n";
+  }
+}
 
 void lag_lines(std::ostream& out, const lag_by_consumer& lag) {
   for (auto& [consumer, parts] : lag) {
@@ -121,6 +158,7 @@ std::string to_text(const ops_view& v, const config::settings& cfg) {
         << (i == v.rows.shard_owners.end() ? "UNOWNED" : i->second);
   }
   out << "\n";
+  member_lines(out, v);
   if (!v.broker_not_read.empty())
     out << "consumer lag: not read (" << v.broker_not_read << ")\n";
   lag_lines(out, v.lag);

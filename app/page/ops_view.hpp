@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/gauges.hpp"
+#include "persistence/consumer_controls.hpp"
 #include "persistence/ops_queries.hpp"
 #include "persistence/repair_store.hpp"
 #include <eventforge/config/settings.hpp>
@@ -19,6 +20,14 @@ struct ops_view {
   persistence::ops_rows rows;
   persistence::repair_summary repair;
   lag_by_consumer lag;
+  /// Per consumer: paused or not, and its members seen lately (node, state,
+  /// partitions), as they report themselves in the database.
+  struct consumer_members {
+    std::string consumer;
+    persistence::control_row control;
+    std::vector<persistence::member_row> members;
+  };
+  std::vector<consumer_members> consumers;
   /// Why the database's part was not read; empty when it was.
   std::string database_not_read;
   /// Why the broker's part (lag) was not read; empty when it was.

@@ -9,8 +9,10 @@
 // its end pauses after kafka.park-idle-ms, an announcement resumes it, a
 // broken listener unparks all), the fetch watchdog (a partition fed nothing
 // for 10 s with records on the broker is restarted where its applied
-// records end; an idle one is not), and a revoke (the partition's actor is
-// stopped, what it applied is committed and nothing past it).
+// records end; an idle one is not), a revoke (the partition's actor is
+// stopped, what it applied is committed and nothing past it), and an
+// operator's pause (obeyed once what is in flight is applied and committed;
+// a paused member joins no group and makes way once resumed).
 
 #include "actors/group_member.hpp"
 #include "messages/tree_messages.hpp"
@@ -173,6 +175,26 @@ partition_record record(std::int32_t p, std::int64_t offset) {
   return r;
 }
 
+/// The operator's control as a member sees it: whether its consumer is
+/// paused, and what the member reported (its state and partitions).
+struct fake_control {
+  bool paused = false;
+  std::vector<persistence::member_report> reports;
+  std::vector<std::string> left;
+
+  member_control make(const std::shared_ptr<fake_control>& self) const {
+    member_control c;
+    c.heartbeat = [self](const persistence::member_report& me) {
+      self->reports.push_back(me);
+      return self->paused;
+    };
+    c.leave = [self](const std::string&, const std::string& member) {
+      self->left.push_back(member);
+    };
+    return c;
+  }
+};
+
 struct member_fixture : test::actor_fixture {
   std::shared_ptr<fake_client::shared> client =
     std::make_shared<fake_client::shared>();
@@ -183,6 +205,11 @@ struct member_fixture : test::actor_fixture {
   /// Every listener the member asked for (parking), the newest last.
   std::shared_ptr<std::vector<std::shared_ptr<fake_listener>>> listeners =
     std::make_shared<std::vector<std::shared_ptr<fake_listener>>>();
+
+  std::shared_ptr<fake_control> control = std::make_shared<fake_control>();
+  /// Why the member exited (none while it runs), told in its own cleanup.
+  std::shared_ptr<std::optional<caf::error>> exit =
+    std::make_shared<std::optional<caf::error>>();
 
   /// `with_listener`: the member parks idle partitions (kafka.park-idle-ms
   /// 500, recheck after a minute) on announcements from a fake listener.
@@ -212,8 +239,11 @@ struct member_fixture : test::actor_fixture {
         ls->push_back(std::make_shared<fake_listener>());
         return ls->back();
       };
+    deps.control = control->make(control);
     member =
       sys().spawn(group_member_with, ctx, std::string("test"), std::move(deps));
+    member->attach_functor(
+      [out = exit](const caf::error& reason) { *out = reason; });
     client->assign_next_poll = {0};
     REQUIRE(run_until([&] { return workers->actors.count(0) != 0; }));
   }
@@ -512,4 +542,55 @@ TEST_CASE("a_revoked_partition_s_actor_is_stopped_and_what_it_applied_is_"
   }
   INFO("no new actor for a partition the member no longer owns");
   CHECK(f.workers->spawned == 1);
+}
+
+TEST_CASE("an_operators_pause_is_obeyed_once_what_is_in_flight_is_applied_and_"
+          "committed_and_the_member_leaves_as_paused") {
+  member_fixture f(100);
+  for (int i = 0; i < 2; ++i)
+    f.client->records.push_back(record(0, i));
+  REQUIRE(f.run_until([&] { return f.workers->held[0].size() == 2; }));
+  f.later(std::chrono::seconds(1)); // a heartbeat: consuming partition 0
+  REQUIRE(!f.control->reports.empty());
+  CHECK_FALSE(f.control->reports.back().paused);
+  CHECK(f.control->reports.back().partitions == std::vector<std::int32_t>{0});
+  f.control->paused = true;
+  f.later(std::chrono::seconds(1)); // the next heartbeat reads the pause
+  CHECK(f.called("pause 0"));
+  CHECK_FALSE(f.exit->has_value()); // two records still in flight
+  f.one_done();
+  CHECK_FALSE(f.exit->has_value());
+  f.one_done();
+  REQUIRE(f.run_until([&] { return f.exit->has_value(); }));
+  CHECK(f.called("commit 0@2")); // applied and committed before it left
+  CHECK(**f.exit == caf::make_error(control_errc::paused));
+  CHECK(is_control_exit(**f.exit));
+  CHECK(f.control->left.size() == 1);
+}
+
+TEST_CASE("a_member_of_a_paused_consumer_joins_no_group_reports_itself_paused_"
+          "and_makes_way_once_resumed") {
+  test::actor_fixture f;
+  auto ctx = test::actor_fixture::make_context(config::settings{});
+  auto control = std::make_shared<fake_control>();
+  control->paused = true;
+  auto clients = std::make_shared<int>(0);
+  group_member_deps deps;
+  deps.client = [clients](kafka::group_client::callbacks) {
+    ++*clients;
+    return std::unique_ptr<kafka::group_client>{};
+  };
+  deps.control = control->make(control);
+  auto member =
+    f.sys().spawn(group_member_with, ctx, std::string("test"), std::move(deps));
+  auto exit = std::make_shared<std::optional<caf::error>>();
+  member->attach_functor([exit](const caf::error& r) { *exit = r; });
+  REQUIRE(f.run_until([&] { return control->reports.size() >= 2; }));
+  CHECK(control->reports.back().paused);
+  CHECK(*clients == 0); // never in the group
+  CHECK_FALSE(exit->has_value());
+  control->paused = false;
+  REQUIRE(f.run_until([&] { return exit->has_value(); }));
+  CHECK(**exit == caf::make_error(control_errc::resumed));
+  CHECK(control->left.size() == 1);
 }

@@ -103,6 +103,9 @@ struct settings {
     /// Bytes a partition may hold beyond the slowest consumer; 0: no limit;
     /// -1: derived from the topic's retention (kafka/lead_limit.hpp).
     std::int64_t max_lead_bytes = -1;
+    /// Rows a relay has sent and not seen reported; a partition that does
+    /// not answer holds at most these, the others publish meanwhile.
+    int max_in_flight = 2000;
   } relay;
 
   struct repair_section {
