@@ -47,5 +47,13 @@ std::unique_ptr<command> consumer_command();
 std::unique_ptr<command> republish_command();
 std::unique_ptr<command> chaos_command();
 std::unique_ptr<command> bench_command();
+std::unique_ptr<command> topics_command();
+
+/// Creates (`create`) or only checks the order and DLQ topics on
+/// kafka.brokers and prints one line per topic (or, with `json`, one JSON
+/// document); returns the exit status of `topics` (docs/operations.md).
+/// Shared by `topics` and `migrate --kafka`.
+int run_topics(const config::settings& cfg, bool create, bool json,
+               int timeout_ms);
 
 } // namespace ef::app

@@ -10,6 +10,7 @@ std::vector<std::unique_ptr<command>> commands() {
   all.push_back(serve_command());
   all.push_back(broker_command());
   all.push_back(migrate_command());
+  all.push_back(topics_command());
   all.push_back(verify_command());
   all.push_back(status_command());
   all.push_back(dlq_command());

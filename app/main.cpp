@@ -1,7 +1,7 @@
 // eventforge: the EventForge executable. Each subcommand is a command
 // object (app/command.hpp, one file each): serve, broker, migrate, verify,
-// status, dlq, republish, chaos, bench; and config-reference, which needs
-// no configuration.
+// topics, status, dlq, republish, chaos, bench; and config-reference, which
+// needs no configuration.
 
 #include "app/cli.hpp"
 #include "app/command.hpp"

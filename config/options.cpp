@@ -321,7 +321,34 @@ std::vector<option> make_options() {
     topic_name, "topic the order events are published to"));
   v.push_back(int_opt<int>(
     "kafka.partitions", [](settings& s) -> int& { return s.kafka.partitions; },
-    1, 1000, "partitions of the topic created by the in-process broker"));
+    1, 1000,
+    "partitions of the order and DLQ topics: what `eventforge topics "
+    "create` creates and checks, and what the in-process broker creates"));
+  v.push_back(int_opt<int>(
+    "kafka.replication-factor",
+    [](settings& s) -> int& { return s.kafka.replication_factor; }, 1, 100,
+    "replicas of each partition of the order and DLQ topics that "
+    "`eventforge topics create` creates and checks (at most the cluster's "
+    "brokers); the in-process broker keeps one per broker, at most 3"));
+  v.push_back(int_opt<int>(
+    "kafka.min-insync-replicas",
+    [](settings& s) -> int& { return s.kafka.min_insync_replicas; }, 0, 100,
+    "the topics' min.insync.replicas (`topics create`): replicas an "
+    "acks=all write waits for; at most kafka.replication-factor; 0: "
+    "kafka.replication-factor - 1, at least 1"));
+  v.push_back(int_opt<std::int64_t>(
+    "kafka.retention-bytes",
+    [](settings& s) -> std::int64_t& { return s.kafka.retention_bytes; }, -1,
+    std::numeric_limits<std::int64_t>::max(),
+    "the topics' retention.bytes per partition (`topics create`); -1: no "
+    "limit. relay.max-lead-bytes derives from it"));
+  v.push_back(int_opt<std::int64_t>(
+    "kafka.retention-ms",
+    [](settings& s) -> std::int64_t& { return s.kafka.retention_ms; }, -1,
+    std::numeric_limits<std::int64_t>::max(),
+    "the topics' retention.ms (`topics create`); -1: forever. A consumer "
+    "down longer than this is repaired from the outbox "
+    "(outbox.retention)"));
   v.push_back(int_opt<int>(
     "kafka.embedded-brokers",
     [](settings& s) -> int& { return s.kafka.embedded_brokers; }, 1, 10,
@@ -875,6 +902,12 @@ std::optional<std::string> validate(const settings& s) {
   if (s.supervisor.restart_backoff_max_ms < s.supervisor.restart_backoff_ms)
     return "invalid value for supervisor.restart-backoff-max-ms: must be >= "
            "supervisor.restart-backoff-ms";
+  if (s.kafka.min_insync_replicas > s.kafka.replication_factor)
+    return "invalid value for kafka.min-insync-replicas: " +
+           std::to_string(s.kafka.min_insync_replicas) +
+           " exceeds kafka.replication-factor (" +
+           std::to_string(s.kafka.replication_factor) +
+           "): no acks=all write could succeed";
   if (s.relay.publish_backoff_max_ms < s.relay.publish_backoff_ms)
     return "invalid value for relay.publish-backoff-max-ms: must be >= "
            "relay.publish-backoff-ms";

@@ -59,7 +59,8 @@ inline std::string dlq_topic_of(const settings& s) {
 }
 
 /// Checks cross-key constraints that a single option cannot: backoff bounds,
-/// retention of marks against rows, demo mode only on loopback.
+/// retention of marks against rows, demo mode only on loopback,
+/// kafka.min-insync-replicas within kafka.replication-factor.
 std::optional<std::string> validate(const settings& s);
 
 /// This process's node name when node.name is empty: the host name and

@@ -78,6 +78,19 @@ struct settings {
     std::vector<std::string> debug_contexts;
     /// Which consumers' members keep them (empty: all).
     std::vector<std::string> debug_consumers;
+    /// Replicas of every partition of the order and DLQ topics, as
+    /// `eventforge topics create` creates and checks them. Three: a broker
+    /// may fail while another is down for maintenance.
+    int replication_factor = 3;
+    /// The topics' min.insync.replicas: how many replicas an acks=all
+    /// write waits for. 0: replication_factor - 1, at least 1.
+    int min_insync_replicas = 0;
+    /// The topics' retention.bytes per partition (-1: no limit) and
+    /// retention.ms (-1: forever), Kafka's own defaults. What a partition
+    /// keeps bounds how long a consumer may be behind (relay.max-lead-bytes
+    /// derives from retention.bytes).
+    std::int64_t retention_bytes = -1;
+    std::int64_t retention_ms = 7LL * 24 * 3600 * 1000;
   } kafka;
 
   struct api_section {
