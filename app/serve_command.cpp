@@ -4,6 +4,7 @@
 #include "actors/chaos.hpp"
 #include "app/command.hpp"
 #include "app/embedded/hosted.hpp"
+#include "app/service_notify.hpp"
 #include "app/shutdown_signals.hpp"
 #include "kafka/client_health.hpp"
 #include "kafka/embedded_broker.hpp"
@@ -37,13 +38,16 @@ void stop_process_on_tree_failure(caf::actor_system& sys,
     [&sys](const caf::error& reason) {
       if (reason != caf::exit_reason::user_shutdown) {
         ef::log::critical("supervision tree failed: {}", sys.render(reason));
+        service::notify_status("supervision tree failed: " +
+                               sys.render(reason));
         tree_failed = true;
         kill(getpid(), SIGTERM);
       }
     });
 }
 
-/// Prints the `ready` line once an order flows end to end: the consumer
+/// Prints the `ready` line, and tells the service manager (READY=1), once
+/// an order flows end to end: the consumer
 /// groups' first join waits out the broker's initial rebalance delay (3 s),
 /// and an order before it would wait that long for its effects.
 void announce_ready(const settings& cfg, const telemetry& metrics,
@@ -66,6 +70,7 @@ void announce_ready(const settings& cfg, const telemetry& metrics,
   std::cout << "ready http=" << http.url() << " database="
             << ef::persistence::redact_password(rt.where().database_dsn)
             << " kafka=" << rt.where().kafka_brokers << std::endl;
+  service::notify_ready("serving http=" + http.url());
 }
 
 /// A second signal, or a stop that outlives the drain timeout plus a grace
@@ -119,6 +124,9 @@ void shut_down(int sig, const sigset_t& signals, const settings& cfg,
   // second one is a second signal (two pending SIGTERMs would be one).
   std::cout << "stopping signal=" << sig
             << " drain-timeout-ms=" << timeout.count() << std::endl;
+  service::notify_stopping("draining for at most " +
+                           std::to_string(timeout.count()) + " ms (signal " +
+                           std::to_string(sig) + ")");
   ef::log::info("shutting down (signal {}): draining for at most {} ms; a "
                 "second signal stops at once",
                 sig, timeout.count());

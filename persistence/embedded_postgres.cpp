@@ -69,6 +69,19 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
+/// Our environment without NOTIFY_SOCKET. The socket is systemd's line to
+/// the service's main process (deploy/systemd/eventforge.service); Debian's
+/// PostgreSQL speaks the same protocol, and given the socket the private
+/// cluster would report READY=1 for a service that is not ready yet.
+std::vector<char*> server_environment() {
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "NOTIFY_SOCKET=", 14) != 0)
+      env.push_back(*e);
+  env.push_back(nullptr);
+  return env;
+}
+
 /// Forks and execs `argv` as the server account. In the child, output goes
 /// to `log_path`; `death_signal` (if non-zero) is delivered to the child when
 /// this thread's process dies.
@@ -78,6 +91,7 @@ pid_t spawn(const std::vector<std::string>& argv, const run_as& as,
   for (auto& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  auto env = server_environment(); // before fork: no allocation in the child
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0)
@@ -104,7 +118,7 @@ pid_t spawn(const std::vector<std::string>& argv, const run_as& as,
     if (getppid() != parent)
       ::_exit(125);
   }
-  ::execv(args[0], args.data());
+  ::execve(args[0], args.data(), env.data());
   ::_exit(127);
 }
 

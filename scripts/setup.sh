@@ -16,9 +16,12 @@ packages=(
   libcaf-dev libpqxx-dev libpq-dev librdkafka-dev
   nlohmann-json3-dev libspdlog-dev libcli11-dev libcpp-httplib-dev
   libboost1.81-dev prometheus-cpp-dev postgresql-15
+  libsystemd-dev
 )
 if [ "$mode" != serve ]; then
   packages+=(catch2 clang clang-format libclang-rt-14-dev curl prometheus chromium)
+  # The Debian package's test: dpkg-shlibdeps, systemd-analyze.
+  packages+=(dpkg-dev systemd)
   # Node.js and npm for the browser test; a machine may already have them
   # from another source (e.g. a newer nodejs that bundles npm): keep those.
   command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
@@ -33,6 +36,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq
+  # libsystemd-dev requires libsystemd0 of its own version: the newest one
+  # would upgrade libsystemd0 and systemd with it. At the installed
+  # version, while the archive still has it, it upgrades nothing.
+  for i in "${!missing[@]}"; do
+    [ "${missing[$i]}" = libsystemd-dev ] || continue
+    v=$(dpkg-query -W -f='${Version}' libsystemd0 2>/dev/null || true)
+    if [ -n "$v" ] && apt-cache madison libsystemd-dev | grep -qF " $v "; then
+      missing[i]="libsystemd-dev=$v"
+    fi
+  done
   # The server packages are used only as binaries (private PostgreSQL
   # clusters; promtool to check /metrics): no system service may start.
   policy=/usr/sbin/policy-rc.d
