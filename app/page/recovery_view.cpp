@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace ef::app {
 
@@ -195,6 +196,17 @@ json recovery_view::read_stages() {
       row["per_second"] = f.per_second;
       row["p50_ms"] = f.p50_ms ? json(*f.p50_ms) : json(nullptr);
       row["p99_ms"] = f.p99_ms ? json(*f.p99_ms) : json(nullptr);
+      // What the histogram really knows: the bucket (upper null: past the
+      // last finite bound). The page shows these, not the estimate.
+      auto bucket = [](const std::optional<bucket_range>& b) {
+        if (!b)
+          return json(nullptr);
+        return json{
+          {"gt_ms", b->lower},
+          {"le_ms", std::isinf(b->upper) ? json(nullptr) : json(b->upper)}};
+      };
+      row["p50_bucket"] = bucket(f.p50_bucket_ms);
+      row["p99_bucket"] = bucket(f.p99_bucket_ms);
     } else {
       row["per_second"] = nullptr;
       row["p50_ms"] = nullptr;
