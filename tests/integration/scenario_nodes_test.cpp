@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 using namespace ef;
@@ -193,4 +194,70 @@ TEST_CASE("a_scenario_is_refused_naming_the_node_sharing_the_database_that_"
     },
     60s));
   CHECK(db.scalar<long>("SELECT count(*) FROM orders") == orders + 1);
+}
+
+TEST_CASE("the_kafka_scenarios_write_what_happened_on_the_broker_to_the_"
+          "order_journal_and_trace") {
+  test::database db;
+  test::temp_dir logs;
+  // Its own three-broker in-process cluster: the Kafka scenarios need it.
+  auto args =
+    test::serve_command(db.dsn(), "",
+                        {"--demo.enabled=true", "--kafka.embedded-brokers=3",
+                         "--kafka.delivery-timeout-ms=30000"});
+  args.erase(std::remove_if(args.begin(), args.end(),
+                            [](const std::string& a) {
+                              return a.rfind("--kafka.brokers=", 0) == 0;
+                            }),
+             args.end());
+  test::child_process serve(args, logs.path + "/serve.log");
+  auto url = test::ready_field(serve.await_line("ready"), "http");
+  REQUIRE_FALSE(url.empty());
+
+  auto run_scenario = [&](const std::string& name) {
+    int status = 0;
+    json run;
+    // One run at a time: the previous one ends once its brokers are back.
+    REQUIRE(test::wait_until(
+      [&] {
+        run = post_scenario(url, name, status);
+        return status != 409;
+      },
+      60s));
+    INFO("answer: " << run.dump());
+    REQUIRE(status == 202);
+    return run["order_id"].get<std::string>();
+  };
+  auto lines = [&](const std::string& order, const std::string& like) {
+    return db.scalar<long>("SELECT count(*) FROM recovery_journal WHERE kind "
+                           "= 'broker' AND actor = 'kafka' AND order_id = '" +
+                           order + "' AND detail LIKE '" + like + "'");
+  };
+
+  auto down = run_scenario("kafka-broker-down-5s");
+  REQUIRE(
+    test::wait_until([&] { return lines(down, "broker % up%") == 3; }, 60s));
+  CHECK(lines(down, "broker % down%") == 3);
+  // Down from t to t + 5 s, as the journal's own times say.
+  CHECK(db.scalar<double>(
+          "SELECT extract(epoch FROM max(at) FILTER (WHERE detail LIKE "
+          "'broker % up%') - min(at) FILTER (WHERE detail LIKE 'broker % "
+          "down%')) FROM recovery_journal WHERE kind = 'broker' AND "
+          "order_id = '" +
+          down + "'") >= 4.9);
+
+  auto moved = run_scenario("kafka-leader-moves-before-ack");
+  REQUIRE(test::wait_until(
+    [&] { return lines(moved, "leader of orders/% moved from broker %") >= 1; },
+    60s));
+  // The order's trace shows them as hops of its timeline.
+  httplib::Client http(url);
+  REQUIRE(test::wait_until(
+    [&] {
+      auto t = http.Get(("/orders/" + moved + "/trace").c_str());
+      return t && t->status == 200 &&
+             t->body.find("\"hop\":\"broker\"") != std::string::npos &&
+             t->body.find("moved from broker") != std::string::npos;
+    },
+    30s));
 }
