@@ -88,9 +88,36 @@ bool chaos::arm(crash_point p, const std::string& trace_id,
   std::lock_guard<std::mutex> guard{mtx_};
   if (armed_.size() >= max_armed)
     return false;
-  armed_.push_back({p, trace_id, consumer, {}});
+  armed_.push_back({p, trace_id, consumer, {}, {}});
   mask_ |= 1u << static_cast<unsigned>(p);
   return true;
+}
+
+bool chaos::arm_claimed(crash_point p, const std::string& trace_id,
+                        const std::string& consumer,
+                        std::function<bool()> claim) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (armed_.size() >= max_armed)
+    return false;
+  armed_.push_back({p, trace_id, consumer, {}, std::move(claim)});
+  mask_ |= 1u << static_cast<unsigned>(p);
+  return true;
+}
+
+void chaos::drop_crashes(const std::string& trace_id) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  armed_.erase(std::remove_if(
+                 armed_.begin(), armed_.end(),
+                 [&](const armed_crash& a) { return a.trace_id == trace_id; }),
+               armed_.end());
+  update_mask();
+}
+
+void chaos::update_mask() {
+  auto still = configured_;
+  for (auto& a : armed_)
+    still |= 1u << static_cast<unsigned>(a.point);
+  mask_ = still;
 }
 
 bool chaos::arm_action(crash_point p, const std::string& trace_id,
@@ -98,7 +125,7 @@ bool chaos::arm_action(crash_point p, const std::string& trace_id,
   std::lock_guard<std::mutex> guard{mtx_};
   if (armed_.size() >= max_armed)
     return false;
-  armed_.push_back({p, trace_id, "", std::move(action)});
+  armed_.push_back({p, trace_id, "", std::move(action), {}});
   mask_ |= 1u << static_cast<unsigned>(p);
   return true;
 }
@@ -118,10 +145,7 @@ void chaos::disarm(const std::string& trace_id) {
                  armed_.begin(), armed_.end(),
                  [&](const armed_crash& a) { return a.trace_id == trace_id; }),
                armed_.end());
-  auto still = configured_;
-  for (auto& a : armed_)
-    still |= 1u << static_cast<unsigned>(a.point);
-  mask_ = still;
+  update_mask();
   poisoned_.erase(
     std::remove_if(poisoned_.begin(), poisoned_.end(),
                    [&](const auto& p) { return p.first == trace_id; }),
@@ -167,16 +191,15 @@ bool chaos::take_fetch_stall_slow(const std::string& consumer,
 }
 
 bool chaos::take_armed(crash_point p, const std::string& key,
-                       std::function<void()>& action) {
+                       std::function<void()>& action,
+                       std::function<bool()>& claim) {
   for (auto i = armed_.begin(); i != armed_.end(); ++i) {
     if (i->point != p || !matches(key, i->trace_id, i->consumer))
       continue;
     action = std::move(i->action);
+    claim = std::move(i->claim);
     armed_.erase(i);
-    auto still = configured_;
-    for (auto& a : armed_)
-      still |= 1u << static_cast<unsigned>(a.point);
-    mask_ = still;
+    update_mask();
     return true;
   }
   return false;
@@ -195,10 +218,11 @@ bool chaos::decide_and_count(crash_point p, const std::string& key,
   bool crash = false;
   std::function<void(crash_point, const crash_site&)> observer;
   std::function<void()> action;
+  std::function<bool()> claim;
   {
     std::lock_guard<std::mutex> guard{mtx_};
     observer = observer_;
-    if (take_armed(p, key, action)) {
+    if (take_armed(p, key, action, claim)) {
       crash = !action;
     } else if ((configured_ & (1u << static_cast<unsigned>(p))) != 0) {
       auto& v = visits_[{static_cast<int>(p), key}];
@@ -213,6 +237,13 @@ bool chaos::decide_and_count(crash_point p, const std::string& key,
     ef::log::info("chaos: running the action armed at {} for {}", to_string(p),
                   key);
     action(); // outside the lock: it may take a while (a broker's answer)
+  }
+  // Outside the lock too: the claim is a database round trip, and only
+  // the node whose claim succeeds crashes.
+  if (crash && claim && !claim()) {
+    ef::log::info("chaos: the crash armed at {} for {} fired elsewhere",
+                  to_string(p), key);
+    crash = false;
   }
   if (!crash)
     return false;

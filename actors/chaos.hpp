@@ -131,6 +131,17 @@ public:
   bool arm(crash_point p, const std::string& trace_id,
            const std::string& consumer = "");
 
+  /// Arms like arm(), but the visit that matches asks `claim` first
+  /// (outside the lock) and crashes only if it answers true: a crash armed
+  /// on several nodes through the database fires on the one node whose
+  /// claim of the row succeeds. The armed crash is used up either way.
+  bool arm_claimed(crash_point p, const std::string& trace_id,
+                   const std::string& consumer, std::function<bool()> claim);
+
+  /// Removes the crashes armed for the trace, but not its poison (another
+  /// node fired the crash; the poison lasts until the run is over).
+  void drop_crashes(const std::string& trace_id);
+
   /// Arms a one-shot action instead of a crash: the next visit of `p` by an
   /// event of the trace runs `action` there and goes on (a Kafka fault in
   /// that window: the partition leader moves between publish and ack).
@@ -187,7 +198,9 @@ private:
   /// True if a crash or action was armed for this visit; an action is
   /// moved to `action`.
   bool take_armed(crash_point p, const std::string& key,
-                  std::function<void()>& action);
+                  std::function<void()>& action, std::function<bool()>& claim);
+  /// The configured points plus those still armed (under the lock).
+  void update_mask();
   bool poisoned_slow(const std::string& key) const;
   bool take_fetch_stall_slow(const std::string& consumer,
                              std::int32_t partition);
@@ -204,6 +217,7 @@ private:
     std::string trace_id;
     std::string consumer;
     std::function<void()> action; ///< set: run it instead of crashing
+    std::function<bool()> claim;  ///< set: crash only if it says true
   };
   std::vector<armed_crash> armed_;
   std::vector<std::pair<std::string, std::string>> poisoned_;

@@ -422,6 +422,35 @@ CREATE TABLE consumer_control_log (
   actor    text NOT NULL,
   at       timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+// A recovery-page scenario is armed through the database (issue 42), so
+// that whichever node owns the order's relay shard or partition fires it:
+// every node that takes scenarios reads the live rows, arms them in its own
+// crash points and adds its name to seen_by; the node that fires a crash
+// claims the row first (fired_by), so it fires once across the nodes. The
+// journal also records the Kafka faults a scenario applied (kind 'broker').
+constexpr const char* v14_scenario_arms = R"sql(
+CREATE TABLE scenario_arms (
+  trace_id    text PRIMARY KEY,
+  scenario    text NOT NULL,
+  point       text,
+  consumer    text NOT NULL DEFAULT '',
+  poison      boolean NOT NULL DEFAULT false,
+  armed_by    text NOT NULL,
+  armed_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+  expires_at  timestamptz NOT NULL,
+  seen_by     text[] NOT NULL DEFAULT '{}',
+  order_id    uuid,
+  fired_by    text,
+  fired_at    timestamptz,
+  disarmed_at timestamptz
+);
+CREATE INDEX scenario_arms_live ON scenario_arms (expires_at)
+  WHERE disarmed_at IS NULL;
+CREATE INDEX scenario_arms_by_order ON scenario_arms (order_id);
+ALTER TABLE recovery_journal DROP CONSTRAINT recovery_journal_kind_check;
+ALTER TABLE recovery_journal ADD CONSTRAINT recovery_journal_kind_check
+  CHECK (kind IN ('crash', 'restart', 'suppressed', 'client_retry',
+                  'broker'));
 )sql";
 
 const std::vector<migration>& migrations() {
@@ -447,6 +476,8 @@ const std::vector<migration>& migrations() {
      v12_dlq_decisions},
     {13, "consumer controls: pause, members by node, the log of actions",
      v13_consumer_controls},
+    {14, "scenarios armed through the database; Kafka faults in the journal",
+     v14_scenario_arms},
   };
   return all;
 }

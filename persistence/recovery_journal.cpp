@@ -63,6 +63,8 @@ const char* to_string(journal_line::kind k) {
     return "suppressed";
   case journal_line::kind::client_retry:
     return "client_retry";
+  case journal_line::kind::broker:
+    return "broker";
   }
   return "?";
 }

@@ -16,7 +16,9 @@ namespace ef::persistence {
 /// One line of the recovery journal (table recovery_journal). Empty strings
 /// and negative positions are stored as NULL.
 struct journal_line {
-  enum class kind { crash, restart, suppressed, client_retry };
+  /// broker: a Kafka fault a recovery-page scenario applied (a leader
+  /// moved, brokers down and up again).
+  enum class kind { crash, restart, suppressed, client_retry, broker };
   kind what = kind::crash;
   std::chrono::system_clock::time_point at = std::chrono::system_clock::now();
   std::string point;    ///< crash point name ("relay.after_ack_before_mark")

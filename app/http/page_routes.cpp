@@ -62,7 +62,9 @@ void http_frontend::impl::run_scenario_route(request& req, responder done) {
     auto& run = std::get<scenario_run>(started);
     return response::json(202, json{{"scenario", s->name},
                                     {"order_id", run.order_id},
-                                    {"trace_id", run.trace_id}}
+                                    {"trace_id", run.trace_id},
+                                    {"node", runner->node()},
+                                    {"armed_on", run.armed_on}}
                                  .dump());
   });
 }

@@ -24,6 +24,8 @@ const HOP_EXPLAIN = {
     'An injected crash at a named failure window failed the actor, as any exception would. Its supervisor restarts it; nothing held in memory survives, so recovery has to work from PostgreSQL and Kafka alone.',
   restart:
     'The supervisor restarted the failed actor. It rebuilds what it needs from durable state: a relay from the unsent outbox rows, a partition worker from the committed offset.',
+  broker:
+    'The scenario changed the Kafka cluster itself, as an outage of a real cluster would: a partition leader moved to another broker, or a broker went down and came back. The line says which broker, and its time says when.',
   client_retry:
     'The client got no usable reply (503 or a lost connection) and sent the same request again with the same Idempotency-Key. The API found the committed order of that key and answered with the same order ID; no second order or outbox row was written.',
   published:
@@ -337,6 +339,30 @@ function decimalText(value) {
   return Number.isFinite(value) ? value.toFixed(1) : '–';
 }
 
+// A duration in ms as people read it: "5 ms", "0.5 ms", "20 s".
+function durationText(ms) {
+  if (!Number.isFinite(ms)) return '–';
+  if (ms >= 1000) return `${Number((ms / 1000).toPrecision(3))} s`;
+  return `${Number(ms.toPrecision(3))} ms`;
+}
+
+// A quantile as its histogram knows it: the bucket it falls in ("≤ 20 s",
+// or "> 10 s" past the last bound), never the interpolated estimate as if it
+// were measured to a tenth of a millisecond.
+function bucketText(bucket) {
+  if (!bucket) return '–';
+  if (bucket.le_ms === null || bucket.le_ms === undefined) return `> ${durationText(bucket.gt_ms)}`;
+  return `≤ ${durationText(bucket.le_ms)}`;
+}
+
+function bucketTitle(bucket) {
+  if (!bucket) return null;
+  if (bucket.le_ms === null || bucket.le_ms === undefined) {
+    return `above the histogram's last bound, ${durationText(bucket.gt_ms)}`;
+  }
+  return `in the histogram bucket from ${durationText(bucket.gt_ms)} to ${durationText(bucket.le_ms)}: nothing finer is recorded`;
+}
+
 function renderStages(stages) {
   const rows = stages.map((s) =>
     el(
@@ -345,8 +371,8 @@ function renderStages(stages) {
       el('th', { scope: 'row' }, s.stage),
       el('td', { 'data-label': 'What' }, s.what || ''),
       el('td', { 'data-label': 'Per second', 'data-testid': `ov-stage-rate-${s.stage}` }, decimalText(s.per_second)),
-      el('td', { 'data-label': 'p50 ms' }, decimalText(s.p50_ms)),
-      el('td', { 'data-label': 'p99 ms' }, decimalText(s.p99_ms)),
+      el('td', { 'data-label': 'p50', 'data-testid': `ov-stage-p50-${s.stage}`, title: bucketTitle(s.p50_bucket) }, bucketText(s.p50_bucket)),
+      el('td', { 'data-label': 'p99', 'data-testid': `ov-stage-p99-${s.stage}`, title: bucketTitle(s.p99_bucket) }, bucketText(s.p99_bucket)),
     ),
   );
   byId('ov-stages').replaceChildren(...rows);
@@ -683,7 +709,10 @@ function setCounter(testid, wordId, value, one, many) {
 }
 
 // Compares the settled result with the scenario's expectation, so a
-// difference is stated rather than left for the reader to spot.
+// difference is stated rather than left for the reader to spot. Deliveries
+// other than expected with the expected business changes are what
+// at-least-once delivery allows, and are explained as such; only a business
+// change or logical event too many or too few "differs".
 function renderExpectLine(counters, focus) {
   const expect = run.scenario.expect;
   const wanted = expectText(expect);
@@ -694,10 +723,46 @@ function renderExpectLine(counters, focus) {
       deliveries: (counters.deliveries || {})[focus],
       business_changes: (counters.business_changes || {})[focus],
     };
-    const differs = Object.keys(actual).some((k) => Number.isInteger(expect[k]) && expect[k] !== actual[k]);
-    text += differs ? ' The result differs.' : ' The result matches.';
+    const off = (k) => Number.isInteger(expect[k]) && expect[k] !== actual[k];
+    if (off('logical_events') || off('business_changes')) {
+      const which = ['logical_events', 'business_changes'].filter(off).map((k) => `${k.replace('_', ' ')}: ${intText(actual[k])}`);
+      text += ` The result differs (${which.join(', ')}).`;
+    } else if (off('deliveries')) {
+      text += ` ${allowedDeliveriesText(expect.deliveries, actual.deliveries)}`;
+    } else {
+      text += ' The result matches.';
+    }
   }
   setText(byId('expect-line'), text);
+  renderScenarioNodes();
+}
+
+function allowedDeliveriesText(wanted, got) {
+  if (!Number.isInteger(got)) return 'The deliveries are not known yet.';
+  if (got > wanted) {
+    const extra = got - wanted;
+    return `Allowed by at-least-once: ${got} deliveries instead of ${wanted}. The record came ${extra} more ${plural(extra, 'time', 'times')}, and each extra copy found its processed_events mark and changed nothing, so the business change was still made once. Kafka delivers a record again whenever its offset commit does not land, for example a commit refused with "Unknown member" while the consumer group rebalances during a broker outage.`;
+  }
+  return `Allowed by at-least-once: ${got} ${plural(got, 'delivery', 'deliveries')} instead of ${wanted}. The window this scenario aims at did not make its extra copy this time (for example the first publish never reached the broker before the crash); the business change was made once, as required.`;
+}
+
+// Where the run's crash was armed and which node fired it: a scenario posted
+// to one node fires on the node that owns the order's relay shard or
+// partition.
+function renderScenarioNodes() {
+  const arm = run && run.trace && run.trace.scenario;
+  const line = byId('scenario-nodes');
+  if (!line) return;
+  line.hidden = !arm;
+  if (!arm) return;
+  const armedOn = Array.isArray(arm.armed_on) ? arm.armed_on.join(', ') : arm.armed_by;
+  let text = `Posted to node ${arm.armed_by}; armed on ${armedOn}.`;
+  if (arm.point) {
+    text += arm.fired_by
+      ? ` The crash at ${arm.point} fired on node ${arm.fired_by}${arm.fired_by === arm.armed_by ? '' : ', which owns the window for this order'}.`
+      : ` The crash at ${arm.point} has not fired (yet).`;
+  }
+  setText(line, text);
 }
 
 // The card under the buttons: which hop Step is at, the hop's own text and
@@ -986,6 +1051,7 @@ function crashMarker(hop) {
 }
 
 function hopLabel(hop) {
+  if (hop.hop === 'broker') return 'Kafka broker';
   return hop.hop === 'delivered' && hop.outcome ? `delivered: ${hop.outcome}` : hop.hop;
 }
 

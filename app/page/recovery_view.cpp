@@ -10,11 +10,13 @@
 #include "messages/ids.hpp"
 #include "persistence/ops_queries.hpp"
 #include "persistence/repair_store.hpp"
+#include "persistence/scenario_arms.hpp"
 #include "persistence/trace_queries.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace ef::app {
 
@@ -44,7 +46,8 @@ recovery_view::recovery_view(const config::settings& cfg, std::string dsn,
                              std::shared_ptr<telemetry> metrics)
     : cfg_(cfg), dsn_(std::move(dsn)),
       cluster_(kafka::cluster_of(cfg, std::move(brokers))),
-      metrics_(std::move(metrics)) {
+      metrics_(std::move(metrics)),
+      arms_(std::make_shared<persistence::scenario_arm_store>(dsn_)) {
   // nop
 }
 
@@ -193,6 +196,17 @@ json recovery_view::read_stages() {
       row["per_second"] = f.per_second;
       row["p50_ms"] = f.p50_ms ? json(*f.p50_ms) : json(nullptr);
       row["p99_ms"] = f.p99_ms ? json(*f.p99_ms) : json(nullptr);
+      // What the histogram really knows: the bucket (upper null: past the
+      // last finite bound). The page shows these, not the estimate.
+      auto bucket = [](const std::optional<bucket_range>& b) {
+        if (!b)
+          return json(nullptr);
+        return json{
+          {"gt_ms", b->lower},
+          {"le_ms", std::isinf(b->upper) ? json(nullptr) : json(b->upper)}};
+      };
+      row["p50_bucket"] = bucket(f.p50_bucket_ms);
+      row["p99_bucket"] = bucket(f.p99_bucket_ms);
     } else {
       row["per_second"] = nullptr;
       row["p50_ms"] = nullptr;
@@ -214,7 +228,18 @@ std::optional<json> recovery_view::trace(const std::string& order_id) {
     persistence::read_order_trace(dsn_, order_id, cfg_.consumer.enabled);
   if (!rows.found)
     return std::nullopt;
-  return order_trace(rows, {pos.ok, pos.committed}, cfg_.consumer.enabled);
+  auto out = order_trace(rows, {pos.ok, pos.committed}, cfg_.consumer.enabled);
+  // Which node armed the scenario's crash and which fired it: a run posted
+  // to one node may crash on another, and the page says so.
+  if (auto arm = arms_->of_order(order_id))
+    out["scenario"] = {{"name", arm->scenario},
+                       {"point", or_null(arm->point)},
+                       {"consumer", or_null(arm->consumer)},
+                       {"armed_by", arm->armed_by},
+                       {"armed_on", arm->seen_by},
+                       {"fired_by", or_null(arm->fired_by)},
+                       {"fired_at", or_null(arm->fired_at)}};
+  return out;
 }
 
 } // namespace ef::app

@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+namespace ef::persistence {
+class scenario_arm_store;
+} // namespace ef::persistence
+
 namespace ef::app {
 
 /// What the live recovery page shows, read from durable state (PostgreSQL
@@ -33,8 +37,10 @@ public:
   /// is reported as unavailable, never as zeros.
   nlohmann::json overview();
 
-  /// One order's trace, or nullopt if there is no such order. Throws
-  /// persistence::db_error if the database cannot be read.
+  /// One order's trace, or nullopt if there is no such order; for an order
+  /// a scenario placed, where its crash was armed and which node fired it
+  /// ("scenario"). Throws persistence::db_error if the database cannot be
+  /// read.
   std::optional<nlohmann::json> trace(const std::string& order_id);
 
 private:
@@ -56,6 +62,8 @@ private:
   std::string dsn_;
   kafka::connection cluster_;
   std::shared_ptr<telemetry> metrics_;
+  /// The scenario arms (scenario_arms), read for a trace.
+  std::shared_ptr<persistence::scenario_arm_store> arms_;
 
   std::mutex positions_mtx_; ///< one broker read at a time, shared
   broker_positions positions_;

@@ -94,7 +94,9 @@ const std::vector<scenario>& scenarios() {
      "the old leader is no longer one, finds the new leader and sends again "
      "with the same producer sequence: the broker appends the record once, "
      "and the relay marks the row only after the acknowledgement comes. One "
-     "delivery, one business change.",
+     "delivery, one business change. The journal shows each partition's "
+     "leader moving from one broker to the next. With several nodes, it "
+     "runs only on the node that owns every relay shard.",
      1, 1, kafka_fault::leader_move},
     {"kafka-broker-down-5s", "Kafka: the broker is down for 5 s", std::nullopt,
      false,
@@ -104,7 +106,11 @@ const std::vector<scenario>& scenarios() {
      "the producer retries within kafka.delivery-timeout-ms. When the "
      "brokers are back the record is acknowledged, the row is marked and "
      "the consumers apply it: the outbox grew and drained, nothing was lost "
-     "and nothing applied twice.",
+     "and nothing applied twice. A consumer whose offset commit fails while "
+     "its group rebalances around the outage (\"Unknown member\") gets the "
+     "record again and suppresses it: a second delivery, still one business "
+     "change, which at-least-once allows. The journal shows each broker "
+     "going down and coming back.",
      1, 1, kafka_fault::broker_down},
   };
   return all;

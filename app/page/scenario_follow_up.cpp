@@ -4,6 +4,7 @@
 
 #include "app/page/scenarios.hpp"
 
+#include "app/page/scenario_arms_sync.hpp"
 #include "kafka/offsets.hpp"
 #include "persistence/dlq_store.hpp"
 #include <eventforge/config/logging.hpp>
@@ -124,8 +125,8 @@ void scenario_runner::replay_when_parked(const std::string& order_id,
            e.source_partition < static_cast<int>(committed.size()) &&
            committed[e.source_partition] > e.source_offset;
   };
-  f.finish = [faults = faults_, state] {
-    faults->disarm(state->trace_id);
+  f.finish = [arms = arms_, state] {
+    arms->disarm(state->trace_id); // on every node
     state->following = false;
   };
   // A detached actor: it waits on the database, never on a scheduler

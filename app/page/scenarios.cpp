@@ -1,9 +1,11 @@
 #include "app/page/scenarios.hpp"
 
+#include "app/page/scenario_arms_sync.hpp"
 #include "kafka/offsets.hpp"
 #include "messages/tree_messages.hpp"
 #include "persistence/dlq_store.hpp"
 #include <eventforge/config/logging.hpp>
+#include <eventforge/config/options.hpp>
 #include <eventforge/messages/api_error.hpp>
 #include <eventforge/messages/atoms.hpp>
 #include <eventforge/messages/dlq_messages.hpp>
@@ -25,14 +27,6 @@ std::string random_hex(int digits) {
   return out;
 }
 
-bool consumer_side(crash_point p) {
-  return p == crash_point::consumer_before_db_commit ||
-         p == crash_point::consumer_after_db_before_offset ||
-         p == crash_point::dlq_after_dlq_ack_before_offset ||
-         p == crash_point::dlq_replay_after_mark_before_publish ||
-         p == crash_point::dlq_replay_after_publish_before_mark;
-}
-
 } // namespace
 
 scenario_runner::scenario_runner(caf::actor_system& sys, eventforge_actor root,
@@ -43,8 +37,16 @@ scenario_runner::scenario_runner(caf::actor_system& sys, eventforge_actor root,
     : sys_(sys), root_(std::move(root)), cfg_(cfg), dsn_(dsn),
       cluster_(kafka::cluster_of(cfg, std::move(brokers))),
       faults_(std::move(faults)), broker_(std::move(broker)),
-      journal_(std::move(dsn)) {
-  // nop
+      journal_(std::make_shared<persistence::recovery_journal>(dsn)) {
+  if (!faults_)
+    return;
+  // A node takes the scenarios other nodes arm when it may run them
+  // itself: demo mode, or an admin token to run them with.
+  bool takes = cfg.demo.enabled || !cfg.http.admin_token.empty();
+  auto node =
+    cfg.node.name.empty() ? config::default_node_name(cfg) : cfg.node.name;
+  arms_ = std::make_shared<scenario_arms_sync>(
+    std::move(dsn), std::move(node), faults_, takes, std::chrono::seconds(1));
 }
 
 scenario_runner::~scenario_runner() {
@@ -55,6 +57,10 @@ scenario_runner::~scenario_runner() {
   stop_cv_.notify_all();
   if (brokers_back_.joinable())
     brokers_back_.join();
+}
+
+const std::string& scenario_runner::node() const {
+  return arms_->node();
 }
 
 std::string scenario_runner::busy_with() {
@@ -69,8 +75,8 @@ std::string scenario_runner::busy_with() {
     return "scenario \"" + current_->name + "\" is still running (started " +
            std::to_string(s) + " s ago); one runs at a time";
   }
-  // Over, or given up on: nothing of it stays armed.
-  faults_->disarm(current_->trace_id);
+  // Over, or given up on: nothing of it stays armed, on any node.
+  arms_->disarm(current_->trace_id);
   current_.reset();
   return {};
 }
@@ -84,6 +90,8 @@ scenario_runner::start(const scenario& s) {
   scenario_run run;
   run.trace_id = random_hex(32);
   auto state = std::make_shared<run_state>();
+  state->notes = std::make_shared<fault_notes>();
+  state->notes->journal = journal_;
   state->name = s.name;
   state->trace_id = run.trace_id;
   {
@@ -105,7 +113,7 @@ scenario_runner::start(const scenario& s) {
         state->placing = false;
         return;
       }
-      self->faults_->disarm(state->trace_id);
+      self->arms_->disarm(state->trace_id);
       std::lock_guard<std::mutex> guard{self->mtx_};
       if (self->current_ == state)
         self->current_.reset();
@@ -113,58 +121,37 @@ scenario_runner::start(const scenario& s) {
   } guard{this, state};
   auto focus = cfg_.consumer.enabled.empty() ? std::string{}
                                              : cfg_.consumer.enabled.front();
-  if (auto why = arm(s, run.trace_id, focus, state); !why.empty())
+  auto armed = arm_everywhere(s, run.trace_id, focus);
+  if (armed.refused)
+    return scenario_refused{armed.why};
+  if (!armed.why.empty())
+    return armed.why;
+  run.armed_on = armed.nodes;
+  if (auto why = arm(s, run.trace_id, state); !why.empty())
     return why;
   std::vector<persistence::journal_line> retries;
   if (auto why = place_order(s, run, retries); !why.empty())
     return why;
   guard.placed = true;
-  // Only now is the order ID known that ties the retries to the order.
+  // Only now is the order ID known that ties the retries and the Kafka
+  // faults to the order.
   for (auto& line : retries) {
     line.order_id = run.order_id;
-    journal_.record(std::move(line));
+    journal_->record(std::move(line));
   }
-  journal_.flush(std::chrono::seconds(2));
+  state->notes->placed(run.order_id);
+  if (s.point || s.poison) {
+    try {
+      arms_->store().placed(run.trace_id, run.order_id);
+    } catch (const std::exception& e) {
+      ef::log::warn("scenario: order {} not noted with its arm: {}",
+                    run.order_id, e.what());
+    }
+  }
+  journal_->flush(std::chrono::seconds(2));
   if (s.poison)
     replay_when_parked(run.order_id, focus, state);
   return run;
-}
-
-std::string scenario_runner::arm(const scenario& s, const std::string& trace_id,
-                                 const std::string& focus,
-                                 const std::shared_ptr<run_state>& state) {
-  if (s.point && !faults_->arm(*s.point, trace_id,
-                               consumer_side(*s.point) ? focus : std::string{}))
-    return std::string("too many crashes armed already");
-  if (s.poison && !faults_->poison(trace_id, focus))
-    return std::string("too many events poisoned already");
-  if (auto why = unavailable(s, broker_); !why.empty())
-    return why;
-  if (s.kafka == kafka_fault::leader_move) {
-    // Moved by the relay's own thread, in the window itself.
-    auto moves = std::make_shared<std::vector<std::string>>();
-    for (int p = 0; p < cfg_.kafka.partitions; ++p)
-      moves->push_back("leader " + cfg_.kafka.topic + " " + std::to_string(p));
-    auto run_fault = broker_.run;
-    if (!faults_->arm_action(crash_point::relay_after_publish_before_ack,
-                             trace_id, [moves, run_fault] {
-                               // Each partition to the next broker that is up
-                               // after its leader.
-                               for (auto& move : *moves)
-                                 ef::log::warn("scenario: {}",
-                                               run_fault(move + " next"));
-                             }))
-      return std::string("too many crashes armed already");
-  }
-  if (s.kafka == kafka_fault::broker_down) {
-    for (int b = 1; b <= broker_.brokers; ++b)
-      if (!fault("down " + std::to_string(b)))
-        return std::string("the broker refused the fault");
-    state->following = true;
-    bring_brokers_back(std::chrono::seconds(5), state);
-  }
-
-  return {};
 }
 
 std::string
@@ -218,12 +205,6 @@ scenario_runner::place_order(const scenario& s, scenario_run& run,
   return {};
 }
 
-bool scenario_runner::fault(const std::string& command) {
-  auto answer = broker_.run(command);
-  ef::log::warn("scenario: {}: {}", command, answer);
-  return answer.rfind("fault ok", 0) == 0;
-}
-
 void scenario_runner::bring_brokers_back(std::chrono::milliseconds down_for,
                                          std::shared_ptr<run_state> state) {
   // A thread of its own: the run's request is answered at once, and the
@@ -237,7 +218,7 @@ void scenario_runner::bring_brokers_back(std::chrono::milliseconds down_for,
       stop_cv_.wait_for(lock, down_for, [this] { return stopping_; });
     }
     for (int b = 1; b <= broker_.brokers; ++b)
-      fault("up " + std::to_string(b));
+      fault("up " + std::to_string(b), *state->notes);
     state->following = false;
   });
 }

@@ -22,6 +22,8 @@
 
 namespace ef::app {
 
+class scenario_arms_sync;
+
 /// A fault of the Kafka cluster a scenario causes (the in-process one).
 enum class kafka_fault {
   none,
@@ -68,9 +70,12 @@ const scenario* find_scenario(const std::string& name);
 struct scenario_run {
   std::string order_id;
   std::string trace_id;
+  /// The nodes that armed its crash or poison (through the database).
+  std::vector<std::string> armed_on;
 };
 
-/// Why a scenario may not start now (another one is still running).
+/// Why a scenario may not start now: another one is still running, or a
+/// node that may own the order's relay shard or partition cannot fire it.
 struct scenario_refused {
   std::string why;
 };
@@ -103,7 +108,25 @@ public:
   /// removed and the next one may start.
   static constexpr std::chrono::seconds max_run{150};
 
+  /// How long the nodes sharing the database have to arm a scenario
+  /// before it is refused (they read the arms every second).
+  static constexpr std::chrono::seconds arm_wait{3};
+
+  /// This node's name (node.name), as its sessions carry it.
+  const std::string& node() const;
+
 private:
+  /// The Kafka faults a run applied, for the journal: kept until the order
+  /// is placed, then recorded with its order ID.
+  struct fault_notes {
+    std::shared_ptr<persistence::recovery_journal> journal;
+    std::mutex mtx;
+    std::string order_id;                           ///< guarded by mtx
+    std::vector<persistence::journal_line> pending; ///< guarded by mtx
+    void note(const std::string& answer);
+    void placed(const std::string& id);
+  };
+
   /// The run in progress: the faults it armed stay until it is over.
   struct run_state {
     std::string name;
@@ -112,17 +135,34 @@ private:
       std::chrono::steady_clock::now();
     std::atomic<bool> placing{true};    ///< its order is not placed yet
     std::atomic<bool> following{false}; ///< its DLQ follow-up is running
+    std::shared_ptr<fault_notes> notes;
   };
 
   /// Why the current run still runs ("" if none does; a finished or
   /// expired one is disarmed and forgotten here).
   std::string busy_with();
 
-  /// Arms the scenario's crash point, poison or Kafka fault for the run's
-  /// trace (a broker-down run takes the brokers down now); "" if armed,
-  /// else why not.
+  /// Why a run was not armed: an error (why) or a refusal.
+  struct arming {
+    std::string why; ///< "" if armed
+    bool refused = false;
+    std::vector<std::string> nodes; ///< where it is armed
+  };
+
+  /// Arms the scenario's crash point and poison through the database, here
+  /// at once, and waits (up to arm_wait) until every node connected to the
+  /// database armed it too (scenario_arming.cpp): refused, naming them, if
+  /// one does not.
+  arming arm_everywhere(const scenario& s, const std::string& trace_id,
+                        const std::string& focus);
+
+  /// Why this node cannot move the leaders in the window of the relay that
+  /// publishes the order ("" if it can): a relay shard another node owns.
+  std::string leader_move_refusal();
+
+  /// Arms the scenario's Kafka fault for the run's trace (a broker-down
+  /// run takes the brokers down now); "" if armed, else why not.
   std::string arm(const scenario& s, const std::string& trace_id,
-                  const std::string& focus,
                   const std::shared_ptr<run_state>& state);
 
   /// Places the run's order as a client would, sending the same keyed
@@ -132,7 +172,8 @@ private:
                           std::vector<persistence::journal_line>& retries);
 
   /// Runs `command` on the cluster; false (and logged) if it was refused.
-  bool fault(const std::string& command);
+  /// What the broker answered goes to `notes`.
+  bool fault(const std::string& command, fault_notes& notes);
 
   /// Brings every broker back after `down_for`, in the background, then
   /// ends the run.
@@ -155,7 +196,8 @@ private:
   kafka::connection cluster_;
   std::shared_ptr<chaos> faults_;
   broker_controls broker_;
-  persistence::recovery_journal journal_;
+  std::shared_ptr<persistence::recovery_journal> journal_;
+  std::shared_ptr<scenario_arms_sync> arms_;
   std::atomic<bool> cancelled_{false};
   std::mutex mtx_;
   std::shared_ptr<run_state> current_; ///< guarded by mtx_

@@ -28,6 +28,24 @@ quantile(double q,
   return lower;
 }
 
+std::optional<bucket_range>
+quantile_bucket(double q,
+                const std::vector<std::pair<double, std::uint64_t>>& buckets) {
+  if (buckets.empty() || buckets.back().second == 0)
+    return std::nullopt;
+  auto rank = q * static_cast<double>(buckets.back().second);
+  double lower = 0;
+  std::uint64_t below = 0;
+  for (auto& [upper, cumulative] : buckets) {
+    if (static_cast<double>(cumulative) >= rank && cumulative > below)
+      return bucket_range{lower, upper};
+    if (!std::isinf(upper))
+      lower = upper;
+    below = cumulative;
+  }
+  return bucket_range{lower, buckets.back().first};
+}
+
 stage_figures between(const telemetry::histogram_state& before,
                       const telemetry::histogram_state& now, double seconds) {
   stage_figures f;
@@ -41,6 +59,13 @@ stage_figures between(const telemetry::histogram_state& before,
     f.p50_ms = *p * 1000;
   if (auto p = quantile(0.99, delta))
     f.p99_ms = *p * 1000;
+  auto in_ms = [](bucket_range b) {
+    return bucket_range{b.lower * 1000, b.upper * 1000};
+  };
+  if (auto b = quantile_bucket(0.5, delta))
+    f.p50_bucket_ms = in_ms(*b);
+  if (auto b = quantile_bucket(0.99, delta))
+    f.p99_bucket_ms = in_ms(*b);
   return f;
 }
 

@@ -3,6 +3,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <utility>
 #include <vector>
 
 using namespace ef;
@@ -160,6 +161,33 @@ TEST_CASE("an_armed_crash_fires_once_for_its_trace_and_consumer_only") {
   CHECK(seen == std::vector<crash_point>{p});
   // Armed crashes are not seeded decisions: the chaos run's list is empty.
   CHECK(c.injected().empty());
+}
+
+TEST_CASE("a_crash_armed_on_several_nodes_fires_only_where_its_claim_"
+          "succeeds_and_a_dropped_crash_keeps_the_poison") {
+  config::settings::chaos_section off;
+  // Two nodes' crash points, one claim between them (the database row).
+  chaos here(off, std::make_shared<telemetry>());
+  chaos there(off, std::make_shared<telemetry>());
+  bool claimed = false;
+  auto claim = [&claimed] { return !std::exchange(claimed, true); };
+  auto trace = std::string(32, 'c');
+  auto p = crash_point::consumer_after_db_before_offset;
+  auto key = "fulfillment/" + trace + "/OrderCreated";
+  REQUIRE(here.arm_claimed(p, trace, "fulfillment", claim));
+  REQUIRE(there.arm_claimed(p, trace, "fulfillment", claim));
+  CHECK(crashes(there, p, key));      // its claim succeeds: it fires
+  CHECK_FALSE(crashes(here, p, key)); // claimed already: no second crash
+  CHECK_FALSE(here.enabled(p));       // and it is used up here too
+  // A crash another node fired goes; the run's poison stays until it ends.
+  REQUIRE(here.arm(p, trace, "fulfillment"));
+  REQUIRE(here.poison(trace, "fulfillment"));
+  here.drop_crashes(trace);
+  CHECK_FALSE(here.enabled(p));
+  CHECK(here.poisoned(key));
+  CHECK(here.armed_for(trace));
+  here.disarm(trace);
+  CHECK_FALSE(here.armed_for(trace));
 }
 
 TEST_CASE("a_poisoned_trace_matches_only_its_consumer_until_forgotten") {

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <limits>
 
 using namespace ef;
@@ -54,4 +55,19 @@ TEST_CASE("lag_counts_from_the_log_start_without_a_commit_and_is_never_"
   CHECK(lag[1].lag == 5);
   CHECK(lag[1].committed == -1);
   CHECK(lag[2].lag == 0);
+}
+
+TEST_CASE("stage_quantiles_name_the_bucket_they_fall_in_not_an_exact_value") {
+  // 20 observations between 1 and 10 ms: the median is known to be in
+  // (1, 10] ms, nothing finer.
+  auto f = app::between(state(0, 0, 0), state(0, 20, 20), 1);
+  REQUIRE(f.p50_bucket_ms);
+  CHECK(f.p50_bucket_ms->lower == Approx(1));
+  CHECK(f.p50_bucket_ms->upper == Approx(10));
+  // Past the last finite bound: above 10 ms, no upper bound.
+  auto slow = app::between(state(0, 0, 0), state(0, 0, 4), 1);
+  REQUIRE(slow.p99_bucket_ms);
+  CHECK(slow.p99_bucket_ms->lower == Approx(10));
+  CHECK(std::isinf(slow.p99_bucket_ms->upper));
+  CHECK_FALSE(app::between(state(5, 5, 5), state(5, 5, 5), 1).p50_bucket_ms);
 }
