@@ -422,6 +422,8 @@ CREATE TABLE consumer_control_log (
   actor    text NOT NULL,
   at       timestamptz NOT NULL DEFAULT clock_timestamp()
 );
+)sql";
+
 // A recovery-page scenario is armed through the database (issue 42), so
 // that whichever node owns the order's relay shard or partition fires it:
 // every node that takes scenarios reads the live rows, arms them in its own
