@@ -261,3 +261,36 @@ TEST_CASE("status_with_every_broker_down_prints_the_database_part_with_relay_"
                     Catch::Contains("dlq: 0 parked"));
   broker.set_down(false);
 }
+
+TEST_CASE("a_tls_client_against_a_plaintext_listener_is_named_at_start_with_"
+          "the_broker_and_librdkafkas_reason") {
+  // The seed printed `ready` after "no assignment after 20000 ms; ready
+  // anyway", the cause only in raw librdkafka lines. The warning that comes
+  // before the ready line now carries what the clients reported.
+  test::database db;
+  test::temp_dir dir;
+  kafka::embedded_broker broker(1, cluster_fixture::topics());
+  auto props = dir.path + "/kafka.properties";
+  std::ofstream(props) << "security.protocol=ssl\n"
+                       << "enable.ssl.certificate.verification=false\n";
+  auto log = dir.path + "/serve.log";
+  test::child_process serve(
+    test::serve_command(db.dsn(), broker.bootstrap_servers(),
+                        {"--kafka.properties-file=" + props}),
+    log);
+  auto ready = serve.await_line("ready", std::chrono::seconds(90));
+  REQUIRE_FALSE(ready.empty());
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  auto at = text.find("no assignment after");
+  INFO(text.substr(0, 4000));
+  REQUIRE(at != std::string::npos);
+  auto line = text.substr(at, text.find('\n', at) - at);
+  INFO(line);
+  // Which broker, which mechanism, librdkafka's reason.
+  CHECK_THAT(line, Catch::Contains("Kafka clients reported") &&
+                     Catch::Contains("ssl://") &&
+                     Catch::Contains("SSL handshake failed"));
+  serve.signal(SIGTERM);
+  serve.wait();
+}
