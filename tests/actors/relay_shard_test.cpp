@@ -327,11 +327,14 @@ TEST_CASE("a_drain_waits_for_the_rows_in_flight_and_marks_them") {
   });
   f.run(100); // the rows are in flight, unreported
   std::optional<drain_report> answer;
-  auto relay = f.relays[1];
-  f.sys().spawn([&answer, relay](caf::event_based_actor* self) {
-    self->request(relay, caf::infinite, drain_atom::value)
-      .then([&answer](const drain_report& r) { answer = r; });
-  });
+  // The relay is an argument, not a capture: CAF 0.17 spawns a function
+  // without arguments through a null argument tuple (UBSan).
+  f.sys().spawn(
+    [&answer](caf::event_based_actor* self, caf::actor relay) {
+      self->request(relay, caf::infinite, drain_atom::value)
+        .then([&answer](const drain_report& r) { answer = r; });
+    },
+    f.relays[1]);
   f.run(100);
   CHECK(!answer); // not before its rows are reported
   f.w->stalled.clear();

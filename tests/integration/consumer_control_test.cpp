@@ -164,6 +164,13 @@ TEST_CASE("pause_reset_and_resume_a_consumer_on_two_nodes_and_every_order_is_"
     }
   REQUIRE(settled);
   CHECK(f.applied("billing") == 18);
+  // The verifier, as an operator runs it, after the re-read.
+  auto verified = test::run_command(
+    test::eventforge_binary() + " verify --database.url='" + f.db.dsn() +
+    "' --kafka.brokers=" + f.broker.bootstrap_servers() +
+    " --kafka.partitions=6 --log.level=warn");
+  INFO(verified.second);
+  CHECK(verified.first == 0);
   CHECK(f.db.scalar<long>("SELECT count(*) FROM orders") == 18);
   REQUIRE(
     test::wait_until([&] { return f.members("billing", "consuming") == 2; }));
