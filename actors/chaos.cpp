@@ -83,34 +83,38 @@ void chaos::on_crash(std::function<void(crash_point, const crash_site&)> f) {
   observer_ = std::move(f);
 }
 
+bool chaos::add_armed(armed_crash a) {
+  if (armed_.size() >= max_armed)
+    return false;
+  mask_ |= 1u << static_cast<unsigned>(a.point);
+  armed_.push_back(std::move(a));
+  return true;
+}
+
+void chaos::drop_armed(const std::string& trace_id) {
+  armed_.erase(std::remove_if(
+                 armed_.begin(), armed_.end(),
+                 [&](const armed_crash& a) { return a.trace_id == trace_id; }),
+               armed_.end());
+  update_mask();
+}
+
 bool chaos::arm(crash_point p, const std::string& trace_id,
                 const std::string& consumer) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (armed_.size() >= max_armed)
-    return false;
-  armed_.push_back({p, trace_id, consumer, {}, {}});
-  mask_ |= 1u << static_cast<unsigned>(p);
-  return true;
+  return add_armed({p, trace_id, consumer, {}, {}});
 }
 
 bool chaos::arm_claimed(crash_point p, const std::string& trace_id,
                         const std::string& consumer,
                         std::function<bool()> claim) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (armed_.size() >= max_armed)
-    return false;
-  armed_.push_back({p, trace_id, consumer, {}, std::move(claim)});
-  mask_ |= 1u << static_cast<unsigned>(p);
-  return true;
+  return add_armed({p, trace_id, consumer, {}, std::move(claim)});
 }
 
 void chaos::drop_crashes(const std::string& trace_id) {
   std::lock_guard<std::mutex> guard{mtx_};
-  armed_.erase(std::remove_if(
-                 armed_.begin(), armed_.end(),
-                 [&](const armed_crash& a) { return a.trace_id == trace_id; }),
-               armed_.end());
-  update_mask();
+  drop_armed(trace_id);
 }
 
 void chaos::update_mask() {
@@ -123,11 +127,7 @@ void chaos::update_mask() {
 bool chaos::arm_action(crash_point p, const std::string& trace_id,
                        std::function<void()> action) {
   std::lock_guard<std::mutex> guard{mtx_};
-  if (armed_.size() >= max_armed)
-    return false;
-  armed_.push_back({p, trace_id, "", std::move(action), {}});
-  mask_ |= 1u << static_cast<unsigned>(p);
-  return true;
+  return add_armed({p, trace_id, "", std::move(action), {}});
 }
 
 bool chaos::poison(const std::string& trace_id, const std::string& consumer) {
@@ -141,11 +141,7 @@ bool chaos::poison(const std::string& trace_id, const std::string& consumer) {
 
 void chaos::disarm(const std::string& trace_id) {
   std::lock_guard<std::mutex> guard{mtx_};
-  armed_.erase(std::remove_if(
-                 armed_.begin(), armed_.end(),
-                 [&](const armed_crash& a) { return a.trace_id == trace_id; }),
-               armed_.end());
-  update_mask();
+  drop_armed(trace_id);
   poisoned_.erase(
     std::remove_if(poisoned_.begin(), poisoned_.end(),
                    [&](const auto& p) { return p.first == trace_id; }),

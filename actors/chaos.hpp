@@ -201,6 +201,11 @@ private:
                   std::function<void()>& action, std::function<bool()>& claim);
   /// The configured points plus those still armed (under the lock).
   void update_mask();
+  struct armed_crash;
+  /// Arms `a` unless max_armed are armed (under the lock).
+  bool add_armed(armed_crash a);
+  /// Drops every crash armed for `trace_id` (under the lock).
+  void drop_armed(const std::string& trace_id);
   bool poisoned_slow(const std::string& key) const;
   bool take_fetch_stall_slow(const std::string& consumer,
                              std::int32_t partition);

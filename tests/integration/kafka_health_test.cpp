@@ -20,23 +20,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string scrape(const std::string& url) {
-  httplib::Client cli(url);
-  cli.set_read_timeout(30, 0);
-  auto res = cli.Get("/metrics");
-  REQUIRE(res);
-  REQUIRE(res->status == 200);
-  return res->body;
-}
-
-/// One series' value, or nothing if it is absent.
-std::optional<double> value_of(const std::string& text,
-                               const std::string& series) {
-  auto at = text.find("\n" + series + " ");
-  if (at == std::string::npos)
-    return std::nullopt;
-  return std::stod(text.substr(at + series.size() + 2));
-}
+using test::scrape;
+using test::value_of;
 
 /// /readyz's status and body.
 std::pair<int, nlohmann::json> readyz(const std::string& url) {

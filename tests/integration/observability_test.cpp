@@ -24,25 +24,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string scrape(const std::string& url) {
-  httplib::Client cli(url);
-  cli.set_read_timeout(30, 0);
-  auto res = cli.Get("/metrics");
-  REQUIRE(res);
-  REQUIRE(res->status == 200);
-  return res->body;
-}
-
-/// The value of one series in an exposition, empty if the series is absent:
-/// a missing series then fails every comparison (`== 0` included) instead
-/// of passing as 0.
-std::optional<double> value_of(const std::string& text,
-                               const std::string& series) {
-  auto at = text.find("\n" + series + " ");
-  if (at == std::string::npos)
-    return std::nullopt;
-  return std::stod(text.substr(at + series.size() + 2));
-}
+using test::scrape;
+using test::value_of;
 
 /// The value of a series that must be in the exposition.
 double present(const std::string& text, const std::string& series) {

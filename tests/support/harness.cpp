@@ -263,6 +263,25 @@ std::pair<int, std::string> run_command(const std::string& cmd) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+std::string scrape(const std::string& url) {
+  httplib::Client cli(url);
+  cli.set_read_timeout(30, 0);
+  auto res = cli.Get("/metrics");
+  if (!res || res->status != 200)
+    throw std::runtime_error(
+      "GET " + url + "/metrics: " +
+      (res ? std::to_string(res->status) : std::string("no answer")));
+  return res->body;
+}
+
+std::optional<double> value_of(const std::string& text,
+                               const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos)
+    return std::nullopt;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
 std::string eventforge_binary() {
   return EF_BINARY_PATH;
 }

@@ -120,6 +120,15 @@ post_json(const std::string& url, const std::string& path,
 std::string order_body(const std::string& customer, std::int64_t qty,
                        std::int64_t price_cents);
 
+/// GET /metrics of the server at `url`; throws unless it answers 200.
+std::string scrape(const std::string& url);
+
+/// The value of one series (`name{labels}` as exposed) in a /metrics text,
+/// empty if the series is absent: a missing series then fails every
+/// comparison (`== 0` included) instead of passing as 0.
+std::optional<double> value_of(const std::string& text,
+                               const std::string& series);
+
 /// Reads a string field of a JSON object text.
 std::string json_field(const std::string& json, const std::string& key);
 
