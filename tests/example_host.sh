@@ -54,7 +54,7 @@ done
 cat >"$shadow/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.22)
 project(shadow_host LANGUAGES CXX)
-find_package(eventforge 1.0 CONFIG REQUIRED COMPONENTS core)
+find_package(eventforge 1.1 CONFIG REQUIRED COMPONENTS core)
 add_executable(shadow_default main.cpp)
 add_executable(shadow_17 main.cpp)
 set_target_properties(shadow_17 PROPERTIES CXX_STANDARD 17 CXX_EXTENSIONS OFF)
@@ -84,7 +84,7 @@ mkdir -p "$with_http"
 cat >"$with_http/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.22)
 project(http_host LANGUAGES CXX)
-find_package(eventforge 1.0 CONFIG REQUIRED COMPONENTS core http)
+find_package(eventforge 1.1 CONFIG REQUIRED COMPONENTS core http)
 add_executable(http_host main.cpp)
 target_compile_options(http_host PRIVATE -Wall -Wextra -Werror)
 target_link_libraries(http_host PRIVATE eventforge::http)

@@ -1,7 +1,7 @@
 // A CAF application that serves HTTP itself (cpp-httplib) and places
 // orders through EventForge's typed root: EventForge's own HTTP front and
 // eventforge::http are not linked. Built against the installed package:
-//   find_package(eventforge 1.0 CONFIG REQUIRED COMPONENTS core)
+//   find_package(eventforge 1.1 CONFIG REQUIRED COMPONENTS core)
 //
 //   own_http --config-file=own_http.ini [--shop.orders=N] [--shop.port=P]
 //

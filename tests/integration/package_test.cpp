@@ -86,13 +86,15 @@ TEST_CASE("the_package_target_builds_a_deb_with_the_binary_the_library_the_"
   auto [rc, listing] = test::run_command("dpkg-deb -c " + sh_quoted(deb));
   INFO("dpkg-deb -c printed:\n" << listing);
   REQUIRE(rc == 0);
-  for (auto* path :
-       {" ./usr/bin/eventforge\n", " ./usr/lib/libeventforge-core.so.1.0.0\n",
-        " ./usr/lib/libeventforge-http.so.1.0.0\n",
-        " ./usr/include/eventforge/eventforge.hpp\n",
-        " ./usr/lib/cmake/eventforge/eventforge-config.cmake\n",
-        " ./lib/systemd/system/eventforge.service\n",
-        " ./etc/eventforge/eventforge.ini\n"})
+  const std::string version = EF_PACKAGE_VERSION;
+  for (auto path : std::vector<std::string>{
+         " ./usr/bin/eventforge\n",
+         " ./usr/lib/libeventforge-core.so." + version + "\n",
+         " ./usr/lib/libeventforge-http.so." + version + "\n",
+         " ./usr/include/eventforge/eventforge.hpp\n",
+         " ./usr/lib/cmake/eventforge/eventforge-config.cmake\n",
+         " ./lib/systemd/system/eventforge.service\n",
+         " ./etc/eventforge/eventforge.ini\n"})
     CHECK(listing.find(path) != std::string::npos);
 
   test::temp_dir dir;
